@@ -1,0 +1,242 @@
+/*
+ * ovs-vhost: an embeddable vhost-user backend engine.
+ *
+ * Usage
+ * =====
+ *
+ * An embedder creates one engine and any number of ports on it.  A port is
+ * one vhost-user socket, in server mode (the engine listens at 'path' and
+ * accepts a frontend, again and again) or in client mode (the engine
+ * connects to 'path' and reconnects with backoff).  Behind each port is one
+ * virtio-net device with up to VHOST_MAX_QUEUE_PAIRS queue pairs.
+ *
+ *     struct vhost_engine *engine;
+ *     struct vhost_port *port;
+ *     struct vhost_port_options opts;
+ *
+ *     vhost_engine_create(&engine);
+ *     vhost_port_options_init(&opts);
+ *     opts.name = "vhu0";
+ *     opts.path = "/run/vhu0.sock";
+ *     opts.mode = VHOST_PORT_SERVER;
+ *     opts.cb = &my_callbacks;
+ *     vhost_port_create(engine, &opts, &port);
+ *
+ * The engine's control plane is an event loop over non-blocking sockets.  No
+ * thread is created per port.  The embedder either
+ *
+ *   - calls vhost_engine_start() to run the loop in a thread of the
+ *     engine's own, or
+ *
+ *   - drives it from its own main loop: wait until vhost_engine_get_fd() is
+ *     readable or vhost_engine_next_timeout() milliseconds have passed, then
+ *     call vhost_engine_run(engine, 0).
+ *
+ * Thread-safety
+ * =============
+ *
+ * Every function here may be called from any thread.  The engine serialises
+ * its control plane with one recursive mutex; callbacks run with that mutex
+ * held, on the thread that runs the loop, and may call the functions here
+ * (but not vhost_engine_destroy() or vhost_engine_stop()).
+ *
+ * The data path (burst enqueue and dequeue, later) runs on the embedder's
+ * polling threads.  Each queue has an access lock that the data path takes
+ * around a burst; the control plane takes it before it changes anything the
+ * data path reads (the guest memory table, ring addresses, the queue's
+ * state), so the data path never touches an unmapped region.
+ *
+ * Trust model
+ * ===========
+ *
+ * The frontend (QEMU, DPDK virtio-user) and the guest behind it are not
+ * trusted.  Every message is checked against a dispatch table (payload size,
+ * number of fds) and then by its handler; a bad message is logged at a
+ * limited rate, counted, and answered with an error (when the frontend asked
+ * for an acknowledgement) or ends that frontend's connection.  Nothing a
+ * frontend sends can crash the process, leak an fd or a mapping, or affect
+ * another port.
+ */
+
+#ifndef OVS_VHOST_VHOST_H
+#define OVS_VHOST_VHOST_H 1
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits. */
+#define VHOST_MAX_QUEUE_PAIRS 128
+#define VHOST_MAX_QUEUES (2 * VHOST_MAX_QUEUE_PAIRS)
+#define VHOST_MAX_MEM_REGIONS 32    /* Answer to GET_MAX_MEM_SLOTS. */
+
+/* Logging.
+ *
+ * The engine logs through one process-wide handler.  The default handler
+ * writes to stderr.  Messages caused by a peer's misbehaviour are rate
+ * limited before they reach the handler. */
+enum vhost_log_level {
+    VHOST_LOG_ERR,
+    VHOST_LOG_WARN,
+    VHOST_LOG_INFO,
+    VHOST_LOG_DBG,
+};
+
+typedef void vhost_log_handler(enum vhost_log_level, const char *msg,
+                               void *aux);
+
+void vhost_log_set_handler(vhost_log_handler *, void *aux);
+void vhost_log_set_level(enum vhost_log_level max_level);
+const char *vhost_log_level_to_string(enum vhost_log_level);
+
+/* Engine: the control-plane event loop and the ports on it. */
+struct vhost_engine;
+
+int vhost_engine_create(struct vhost_engine **enginep);
+void vhost_engine_destroy(struct vhost_engine *);
+
+int vhost_engine_start(struct vhost_engine *);
+void vhost_engine_stop(struct vhost_engine *);
+
+int vhost_engine_get_fd(const struct vhost_engine *);
+int vhost_engine_next_timeout(struct vhost_engine *);
+int vhost_engine_run(struct vhost_engine *, int timeout_ms);
+
+/* Ports. */
+struct vhost_port;
+
+enum vhost_port_mode {
+    VHOST_PORT_SERVER,          /* Listen at 'path', accept a frontend. */
+    VHOST_PORT_CLIENT,          /* Connect to 'path', reconnect. */
+};
+
+/* Callbacks to the embedder.  Each may be null.  They run on the thread that
+ * runs the engine's loop, with the engine's mutex held. */
+struct vhost_port_callbacks {
+    /* A frontend connected (server: accepted; client: connected). */
+    void (*connected)(struct vhost_port *, void *aux);
+
+    /* The device became ready: queue pair 0 and every enabled queue have
+     * their ring addresses, a kick fd and guest memory. */
+    void (*device_ready)(struct vhost_port *, void *aux);
+
+    /* After device_ready, queue 'qid' became usable (enabled and set up) or
+     * stopped being usable.  Queue 2n is the guest's RX ring of pair n and
+     * queue 2n + 1 its TX ring. */
+    void (*queue_state)(struct vhost_port *, unsigned int qid, bool enabled,
+                        void *aux);
+
+    /* The device stopped being ready: the frontend disconnected, reset the
+     * device, or stopped a queue the device needs.  Guest memory may be
+     * unmapped as soon as this returns. */
+    void (*device_gone)(struct vhost_port *, void *aux);
+
+    /* The frontend disconnected. */
+    void (*disconnected)(struct vhost_port *, void *aux);
+};
+
+struct vhost_port_options {
+    const char *name;           /* For log messages; defaults to 'path'. */
+    const char *path;           /* Unix socket path.  Required. */
+    enum vhost_port_mode mode;
+
+    /* Virtio feature bits offered to the frontend (VIRTIO_NET_F_*,
+     * VIRTIO_F_*, VIRTIO_RING_F_*); VHOST_USER_F_PROTOCOL_FEATURES is
+     * always added.  Initialised to vhost_default_features(). */
+    uint64_t features;
+
+    /* vhost-user protocol feature bits offered.  Initialised to
+     * vhost_supported_protocol_features(); bits outside that set are
+     * ignored. */
+    uint64_t protocol_features;
+
+    /* Queue pairs offered (GET_QUEUE_NUM), 1..VHOST_MAX_QUEUE_PAIRS. */
+    unsigned int max_queue_pairs;
+
+    /* Client mode: delay before the first reconnect attempt, doubled after
+     * each failure up to the maximum. */
+    unsigned int reconnect_min_ms;
+    unsigned int reconnect_max_ms;
+
+    const struct vhost_port_callbacks *cb;
+    void *aux;
+};
+
+uint64_t vhost_default_features(void);
+uint64_t vhost_supported_protocol_features(void);
+void vhost_port_options_init(struct vhost_port_options *);
+
+int vhost_port_create(struct vhost_engine *, const struct vhost_port_options *,
+                      struct vhost_port **portp);
+void vhost_port_destroy(struct vhost_port *);
+const char *vhost_port_get_name(const struct vhost_port *);
+
+/* Counters kept per port, over its lifetime. */
+struct vhost_port_counters {
+    uint64_t connects;          /* Frontends accepted or connected. */
+    uint64_t disconnects;       /* Connections ended, for any reason. */
+    uint64_t connect_failures;  /* Client mode: failed connect attempts. */
+    uint64_t extra_conns_refused; /* Server mode: a second frontend. */
+    uint64_t msgs;              /* Messages received and dispatched. */
+    uint64_t msgs_rejected;     /* Messages refused, for any reason. */
+    uint64_t msgs_unknown;      /* ...of which unknown requests. */
+    uint64_t msgs_bad_size;     /* ...of which a payload size out of range. */
+    uint64_t msgs_bad_fds;      /* ...of which a wrong number of fds. */
+    uint64_t msgs_bad_header;   /* Bad version or oversized: disconnects. */
+    uint64_t fds_closed;        /* Received fds closed, not kept. */
+    uint64_t mem_table_updates; /* Memory tables installed. */
+};
+
+/* A snapshot of a port's device, for status displays and tests. */
+struct vhost_port_info {
+    bool connected;             /* A frontend is connected. */
+    bool ready;                 /* device_ready fired, device_gone did not. */
+    bool owned;                 /* SET_OWNER received. */
+    uint64_t features;          /* Negotiated virtio features. */
+    uint64_t protocol_features; /* Negotiated protocol features. */
+    unsigned int n_queues;      /* 1 + the highest queue index set up. */
+    unsigned int n_enabled_queues;
+    unsigned int n_mem_regions;
+    uint64_t mem_size;          /* Sum of region sizes, in bytes. */
+    uint16_t mtu;               /* From NET_SET_MTU, 0 if none. */
+    bool has_rarp;              /* SEND_RARP received and not yet used. */
+    uint8_t rarp_mac[6];
+    uint8_t status;             /* Virtio device status (SET_STATUS). */
+    bool log_mapped;            /* SET_LOG_BASE mapped a dirty log. */
+    uint64_t log_size;          /* Its size in bytes. */
+    bool has_log_call;          /* SET_LOG_FD gave an eventfd. */
+    bool has_backend_req;       /* SET_BACKEND_REQ_FD gave a socket. */
+    struct vhost_port_counters counters;
+};
+
+int vhost_port_get_info(struct vhost_port *, struct vhost_port_info *);
+
+/* One queue's state. */
+struct vhost_queue_info {
+    bool enabled;               /* SET_VRING_ENABLE (or implicit). */
+    bool ready;                 /* Enabled, addressed, kicked, mapped. */
+    uint16_t size;              /* SET_VRING_NUM. */
+    uint32_t base;              /* SET_VRING_BASE, or the current index. */
+    bool has_addr;              /* SET_VRING_ADDR received. */
+    bool has_kick;              /* SET_VRING_KICK received (fd or poll). */
+    bool has_call;              /* SET_VRING_CALL gave an eventfd. */
+    bool has_err;               /* SET_VRING_ERR gave an eventfd. */
+    bool log_used;              /* VHOST_VRING_F_LOG set in the address. */
+};
+
+int vhost_port_get_queue_info(struct vhost_port *, unsigned int qid,
+                              struct vhost_queue_info *);
+
+/* Writes a text description of 'features' (virtio feature names separated
+ * by spaces) into 'buf' of 'size' bytes.  Returns 'buf'. */
+char *vhost_features_to_string(uint64_t features, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ovs-vhost/vhost.h */

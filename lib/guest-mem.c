@@ -1,0 +1,266 @@
+/*
+ * Guest memory table: see guest-mem.h.
+ */
+
+#include <config.h>
+#include "guest-mem.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util.h"
+
+/* One mmap() of a frontend fd, shared by every table that holds the
+ * region.  Tables are only handled on the control-plane thread, so the
+ * reference count needs no atomics. */
+struct guest_mem_map {
+    void *addr;                 /* What mmap() returned. */
+    size_t len;                 /* What was passed to mmap(). */
+    unsigned int refcnt;
+};
+
+struct guest_mem *
+guest_mem_create(void)
+{
+    return calloc(1, sizeof(struct guest_mem));
+}
+
+/* Returns a new table with the same regions as 'old', sharing their
+ * mappings, or NULL if memory is short.  'old' may be NULL. */
+struct guest_mem *
+guest_mem_clone(const struct guest_mem *old)
+{
+    struct guest_mem *mem = guest_mem_create();
+
+    if (mem && old) {
+        *mem = *old;
+        for (unsigned int i = 0; i < mem->n_regions; i++) {
+            mem->regions[i].map->refcnt++;
+        }
+    }
+    return mem;
+}
+
+static void
+guest_mem_map_unref__(struct guest_mem_map *map)
+{
+    if (map && !--map->refcnt) {
+        munmap(map->addr, map->len);
+        free(map);
+    }
+}
+
+/* Frees 'mem', unmapping each region no other table holds.  'mem' must not
+ * be installed in a device any more. */
+void
+guest_mem_destroy(struct guest_mem *mem)
+{
+    if (mem) {
+        for (unsigned int i = 0; i < mem->n_regions; i++) {
+            guest_mem_map_unref__(mem->regions[i].map);
+        }
+        free(mem);
+    }
+}
+
+static bool
+ranges_overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len)
+{
+    return a < b + b_len && b < a + a_len;
+}
+
+/* Checks a region description from the frontend.  Returns NULL if it may be
+ * added to 'mem', otherwise a reason for the log. */
+static const char *
+guest_mem_check__(const struct guest_mem *mem, uint64_t gpa, uint64_t size,
+                  uint64_t uva, uint64_t mmap_offset)
+{
+    /* Frontend-controlled: all four values; each sum is checked with the
+     * one overflow idiom before any other use. */
+    if (!size) {
+        return "zero-sized region";
+    }
+    if (!range_fits(gpa, size) || !range_fits(uva, size)
+        || !range_fits(mmap_offset, size)) {
+        return "region address plus size overflows";
+    }
+    if (mem->n_regions >= VHOST_MAX_MEM_REGIONS) {
+        return "too many memory regions";
+    }
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        const struct guest_mem_region *r = &mem->regions[i];
+
+        if (ranges_overlap(gpa, size, r->gpa, r->size)) {
+            return "region overlaps another in guest physical memory";
+        }
+        if (ranges_overlap(uva, size, r->uva, r->size)) {
+            return "region overlaps another in frontend virtual memory";
+        }
+    }
+    return NULL;
+}
+
+/* Maps 'size' bytes at 'mmap_offset' in 'fd' and adds them to 'mem' as the
+ * region of guest physical address 'gpa' and frontend virtual address
+ * 'uva'.  'fd' stays the caller's: it may be closed once this returns.
+ *
+ * Returns 0, or a positive errno value with '*reason' pointing to a static
+ * description of what was wrong. */
+int
+guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
+              uint64_t uva, uint64_t mmap_offset, int fd,
+              const char **reason)
+{
+    void *addr;
+    size_t len;
+    uint8_t *hva;
+
+    *reason = guest_mem_check__(mem, gpa, size, uva, mmap_offset);
+    if (*reason) {
+        return EINVAL;
+    }
+    int error = guest_mem_map_fd(fd, mmap_offset, size, &addr, &len, &hva,
+                                 reason);
+    if (error) {
+        return error;
+    }
+
+    struct guest_mem_map *map = malloc(sizeof *map);
+    if (!map) {
+        munmap(addr, len);
+        *reason = "out of memory";
+        return ENOMEM;
+    }
+    map->addr = addr;
+    map->len = len;
+    map->refcnt = 1;
+
+    struct guest_mem_region *r = &mem->regions[mem->n_regions++];
+    r->gpa = gpa;
+    r->size = size;
+    r->uva = uva;
+    r->mmap_offset = mmap_offset;
+    r->hva = hva;
+    r->map = map;
+    return 0;
+}
+
+/* Maps the 'size' bytes at 'offset' in 'fd', shared and writable.  On
+ * success stores what to pass to munmap() in '*mapp' and '*map_lenp', and
+ * the address of byte 'offset' in '*hvap'.  Used for guest memory regions
+ * and for the dirty log.
+ *
+ * A mapping beyond the end of the file would SIGBUS on first access, so
+ * the whole range must be backed.  Only regular files (memfd, tmpfs,
+ * hugetlbfs) have a size to check, so other kinds of fd are refused.
+ *
+ * Returns 0, or a positive errno value with '*reason' pointing to a static
+ * description of what was wrong.  'fd' stays the caller's. */
+int
+guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
+                 size_t *map_lenp, uint8_t **hvap, const char **reason)
+{
+    struct stat st;
+
+    /* Frontend-controlled: 'offset' and 'size'. */
+    if (!size) {
+        *reason = "zero-sized mapping";
+        return EINVAL;
+    }
+    if (!range_fits(offset, size) || offset + size > (uint64_t) SIZE_MAX / 2) {
+        *reason = "mmap offset plus size overflows";
+        return EINVAL;
+    }
+    if (fd < 0 || fstat(fd, &st)) {
+        *reason = "bad fd";
+        return EBADF;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *reason = "fd is not a regular file or memfd";
+        return EINVAL;
+    }
+    if ((uint64_t) st.st_size < offset + size) {
+        *reason = "mmap offset plus size is beyond the end of the fd";
+        return EINVAL;
+    }
+
+    /* mmap() wants a page-aligned offset; map from the page that holds
+     * 'offset'. */
+    uint64_t page = sysconf(_SC_PAGESIZE);
+    uint64_t skew = offset & (page - 1);
+    size_t len = size + skew;
+    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_NORESERVE, fd, offset - skew);
+    if (addr == MAP_FAILED) {
+        *reason = "mmap failed";
+        return errno;
+    }
+    *mapp = addr;
+    *map_lenp = len;
+    *hvap = (uint8_t *) addr + skew;
+    return 0;
+}
+
+/* Removes from 'mem' the region that starts at 'gpa' with 'size' bytes and
+ * frontend address 'uva' (vhost-user REM_MEM_REG identifies regions so),
+ * dropping this table's reference to its mapping.  Returns 0 or ENOENT. */
+int
+guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size,
+                 uint64_t uva)
+{
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        struct guest_mem_region *r = &mem->regions[i];
+
+        if (r->gpa == gpa && r->size == size && r->uva == uva) {
+            guest_mem_map_unref__(r->map);
+            memmove(r, r + 1, (mem->n_regions - i - 1) * sizeof *r);
+            mem->n_regions--;
+            return 0;
+        }
+    }
+    return ENOENT;
+}
+
+uint64_t
+guest_mem_total_size(const struct guest_mem *mem)
+{
+    uint64_t total = 0;
+
+    for (unsigned int i = 0; mem && i < mem->n_regions; i++) {
+        total += mem->regions[i].size;
+    }
+    return total;
+}
+
+/* Returns the region that holds guest physical address 'gpa', or NULL.
+ * Tables are small (a few regions), so a linear scan beats a tree; the data
+ * path will keep a per-queue cache of the last hit in front of it. */
+const struct guest_mem_region *
+guest_mem_find_gpa(const struct guest_mem *mem, uint64_t gpa)
+{
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        const struct guest_mem_region *r = &mem->regions[i];
+
+        if (gpa - r->gpa < r->size) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Returns the region that holds frontend virtual address 'uva', or NULL. */
+const struct guest_mem_region *
+guest_mem_find_uva(const struct guest_mem *mem, uint64_t uva)
+{
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        const struct guest_mem_region *r = &mem->regions[i];
+
+        if (uva - r->uva < r->size) {
+            return r;
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,335 @@
+/*
+ * The device behind a vhost-user port: see vhost-dev.h.
+ */
+
+#include <config.h>
+#include "vhost-dev.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "guest-mem.h"
+#include "util.h"
+#include "virtio.h"
+#include "virtq.h"
+
+void
+vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
+               const struct vhost_port_options *opts)
+{
+    memset(dev, 0, sizeof *dev);
+    dev->name = opts->name;
+    dev->port = port;
+    dev->cb = opts->cb;
+    dev->aux = opts->aux;
+    dev->offered_features = opts->features
+                            | FEATURE_BIT(VHOST_USER_F_PROTOCOL_FEATURES);
+    dev->offered_protocol_features = opts->protocol_features
+                                     & vhost_supported_protocol_features();
+    dev->max_queue_pairs = opts->max_queue_pairs;
+    dev->log_call_fd = -1;
+    dev->backend_req_fd = -1;
+    dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
+}
+
+bool
+vhost_dev_has_feature(const struct vhost_dev *dev, unsigned int bit)
+{
+    return (dev->features & FEATURE_BIT(bit)) != 0;
+}
+
+bool
+vhost_dev_has_protocol_feature(const struct vhost_dev *dev, unsigned int bit)
+{
+    return (dev->protocol_features & FEATURE_BIT(bit)) != 0;
+}
+
+/* Returns queue 'index' of 'dev', allocating it the first time, or NULL if
+ * 'index' is beyond the queues this port offers.  'index' is the full
+ * 32-bit value the frontend sent: it is bounded before any truncation
+ * (CVE-2020-10723 truncated first). */
+struct virtq *
+vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
+{
+    if (index >= 2 * dev->max_queue_pairs) {
+        return NULL;
+    }
+    if (!dev->vqs[index]) {
+        struct virtq *vq = malloc(sizeof *vq);
+        if (!vq) {
+            return NULL;
+        }
+        virtq_init(vq, index);
+        dev->vqs[index] = vq;
+    }
+    dev->vqs[index]->packed = vhost_dev_has_feature(dev,
+                                                    VIRTIO_F_RING_PACKED);
+    if (index >= dev->n_vqs) {
+        dev->n_vqs = index + 1;
+    }
+    return dev->vqs[index];
+}
+
+/* Takes every allocated queue's access lock, in index order (the only lock
+ * order: the data path holds one queue lock at a time). */
+void
+vhost_dev_lock_queues(struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            virtq_lock(dev->vqs[i]);
+        }
+    }
+}
+
+void
+vhost_dev_unlock_queues(struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            virtq_unlock(dev->vqs[i]);
+        }
+    }
+}
+
+/* Installs 'mem' (which may be NULL) as 'dev''s guest memory table and
+ * frees the old one.  Every queue is remapped through the new table while
+ * all access locks are held, so no burst can run on old ring addresses or
+ * old mappings; a queue whose ring no longer translates stops.  The old
+ * table is unmapped only after the locks are released, when no data path
+ * can hold a pointer into it. */
+void
+vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
+{
+    struct guest_mem *old = dev->mem;
+
+    vhost_dev_lock_queues(dev);
+    dev->mem = mem;
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        struct virtq *vq = dev->vqs[i];
+
+        if (vq) {
+            virtq_map(vq, mem);
+            vq->ready = vq->ready && virtq_can_run(vq);
+        }
+    }
+    vhost_dev_unlock_queues(dev);
+
+    guest_mem_destroy(old);
+    vhost_dev_update_ready(dev);
+}
+
+/* Retranslates 'vq''s ring through the current memory table, under its
+ * access lock; the queue stops if its ring does not translate. */
+void
+vhost_dev_remap_queue(struct vhost_dev *dev, struct virtq *vq)
+{
+    virtq_lock(vq);
+    virtq_map(vq, dev->mem);
+    vq->ready = vq->ready && virtq_can_run(vq);
+    virtq_unlock(vq);
+}
+
+/* Pair 0 (the guest's first RX and TX rings) is what makes a device
+ * usable at all. */
+static bool
+vhost_dev_pair0_can_run__(const struct vhost_dev *dev)
+{
+    return dev->n_vqs >= 2
+           && virtq_can_run(dev->vqs[0]) && virtq_can_run(dev->vqs[1]);
+}
+
+static bool
+vhost_dev_all_enabled_can_run__(const struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        const struct virtq *vq = dev->vqs[i];
+
+        if (vq && vq->enabled && !virtq_can_run(vq)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void
+vhost_dev_set_vq_ready__(struct virtq *vq, bool ready)
+{
+    if (vq->ready != ready) {
+        virtq_lock(vq);
+        vq->ready = ready;
+        virtq_unlock(vq);
+    }
+}
+
+/* Stops every queue and tells the embedder the device is gone, if it was
+ * ready. */
+static void
+vhost_dev_gone__(struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        if (dev->vqs[i]) {
+            vhost_dev_set_vq_ready__(dev->vqs[i], false);
+        }
+        dev->vq_reported[i] = false;
+    }
+    if (dev->ready) {
+        dev->ready = false;
+        VLOG_INFO("%s: device is no longer ready", dev->name);
+        if (dev->cb && dev->cb->device_gone) {
+            dev->cb->device_gone(dev->port, dev->aux);
+        }
+    }
+}
+
+/* Compares what 'dev' can do now with what the embedder was last told,
+ * and tells it the difference:
+ *
+ *   - Not ready -> ready when pair 0 and every enabled queue can run
+ *     (enabled, sized, addressed, mapped, kicked).  device_ready is then
+ *     followed by queue_state(qid, true) for each queue that can run.
+ *
+ *   - Ready -> gone when pair 0 can no longer run.
+ *
+ *   - While ready, queue_state() for each queue whose usability changed.
+ *     A queue enabled but not yet set up does not take the device down:
+ *     frontends enable before they kick.
+ */
+void
+vhost_dev_update_ready(struct vhost_dev *dev)
+{
+    if (!dev->ready) {
+        if (!vhost_dev_pair0_can_run__(dev)
+            || !vhost_dev_all_enabled_can_run__(dev)) {
+            return;
+        }
+        dev->ready = true;
+        /* Queues are usable before the embedder hears of the device, so
+         * that it finds them ready when it looks from its callback. */
+        for (unsigned int i = 0; i < dev->n_vqs; i++) {
+            if (dev->vqs[i]) {
+                vhost_dev_set_vq_ready__(dev->vqs[i],
+                                         virtq_can_run(dev->vqs[i]));
+            }
+        }
+        VLOG_INFO("%s: device is ready with %u queues, features %#"PRIx64,
+                  dev->name, dev->n_vqs, dev->features);
+        if (dev->cb && dev->cb->device_ready) {
+            dev->cb->device_ready(dev->port, dev->aux);
+        }
+    } else if (!vhost_dev_pair0_can_run__(dev)) {
+        vhost_dev_gone__(dev);
+        return;
+    }
+
+    for (unsigned int i = 0; i < dev->n_vqs && dev->ready; i++) {
+        struct virtq *vq = dev->vqs[i];
+        bool run = vq && virtq_can_run(vq);
+
+        if (vq) {
+            vhost_dev_set_vq_ready__(vq, run);
+        }
+        if (run != dev->vq_reported[i]) {
+            dev->vq_reported[i] = run;
+            VLOG_INFO("%s: queue %u %s", dev->name, i,
+                      run ? "enabled" : "disabled");
+            if (dev->cb && dev->cb->queue_state) {
+                dev->cb->queue_state(dev->port, i, run, dev->aux);
+            }
+        }
+    }
+}
+
+/* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from mmap(),
+ * or NULL), whose bitmap of 'size' bytes starts at 'base'.  The old log is
+ * unmapped after the swap, under the queues' access locks: the data path
+ * writes the log during a burst. */
+void
+vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
+                  uint8_t *base, uint64_t size)
+{
+    void *old_map = dev->log_map;
+    size_t old_len = dev->log_map_len;
+
+    vhost_dev_lock_queues(dev);
+    dev->log_map = map;
+    dev->log_map_len = map_len;
+    dev->log_base = base;
+    dev->log_size = size;
+    vhost_dev_unlock_queues(dev);
+
+    if (old_map) {
+        munmap(old_map, old_len);
+    }
+}
+
+/* Returns 'dev' to the state of a device no frontend has talked to: the
+ * embedder is told the device is gone (if it was ready), every queue is
+ * stopped and reset, guest memory and the dirty log are unmapped and every
+ * fd is closed.  Used on disconnect and RESET_OWNER. */
+void
+vhost_dev_reset(struct vhost_dev *dev)
+{
+    vhost_dev_gone__(dev);
+
+    vhost_dev_lock_queues(dev);
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            virtq_reset(dev->vqs[i]);
+        }
+    }
+    vhost_dev_unlock_queues(dev);
+    dev->n_vqs = 0;
+
+    vhost_dev_set_mem(dev, NULL);
+    vhost_dev_set_log(dev, NULL, 0, NULL, 0);
+    close_fd_quietly(dev->log_call_fd);
+    dev->log_call_fd = -1;
+    close_fd_quietly(dev->backend_req_fd);
+    dev->backend_req_fd = -1;
+
+    dev->features = 0;
+    dev->protocol_features = 0;
+    dev->owned = false;
+    dev->mtu = 0;
+    dev->has_rarp = false;
+    memset(dev->rarp_mac, 0, sizeof dev->rarp_mac);
+    dev->status = 0;
+}
+
+/* Frees 'dev''s queues.  'dev' must have been reset. */
+void
+vhost_dev_destroy(struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        free(dev->vqs[i]);
+        dev->vqs[i] = NULL;
+    }
+}
+
+void
+vhost_dev_get_info(const struct vhost_dev *dev, struct vhost_port_info *info)
+{
+    info->ready = dev->ready;
+    info->owned = dev->owned;
+    info->features = dev->features;
+    info->protocol_features = dev->protocol_features;
+    info->n_queues = dev->n_vqs;
+    info->n_enabled_queues = 0;
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        if (dev->vqs[i] && dev->vqs[i]->enabled) {
+            info->n_enabled_queues++;
+        }
+    }
+    info->n_mem_regions = dev->mem ? dev->mem->n_regions : 0;
+    info->mem_size = guest_mem_total_size(dev->mem);
+    info->mtu = dev->mtu;
+    info->has_rarp = dev->has_rarp;
+    memcpy(info->rarp_mac, dev->rarp_mac, sizeof info->rarp_mac);
+    info->status = dev->status;
+    info->log_mapped = dev->log_map != NULL;
+    info->log_size = dev->log_size;
+    info->has_log_call = dev->log_call_fd >= 0;
+    info->has_backend_req = dev->backend_req_fd >= 0;
+}

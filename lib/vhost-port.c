@@ -1,0 +1,417 @@
+/*
+ * vhost-user ports: sockets, connections and their lifecycle.  See
+ * ovs-vhost/vhost.h for the API and vhost-port.h for the engine's side.
+ *
+ * A server port listens all its life and takes one frontend at a time; a
+ * second one is refused, and when the first goes the next is accepted.  A
+ * client port connects, and after a failed attempt or a lost connection
+ * tries again after a delay that starts at 'reconnect_min_ms' and doubles
+ * up to 'reconnect_max_ms'.
+ */
+
+#include <config.h>
+#include "vhost-port.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "ovs-vhost/vhost.h"
+#include "vhost-dev.h"
+#include "vhost-engine.h"
+#include "vhost-log.h"
+#include "vhost-socket.h"
+#include "vhost-user-msg.h"
+#include "vhost-user.h"
+#include "virtq.h"
+
+/* Messages handled per wake-up of one connection, so that a frontend that
+ * streams messages cannot starve the other ports. */
+#define VHOST_PORT_MAX_MSGS_PER_RUN 64
+
+struct vhost_port {
+    struct vhost_engine *engine;
+    struct ovs_list node;               /* In the engine's port list. */
+    struct vhost_engine_zombie zombie;  /* Deferred free after destroy. */
+
+    /* Configuration, constant. */
+    char *name;
+    char *path;
+    enum vhost_port_mode mode;
+    unsigned int reconnect_min_ms;
+    unsigned int reconnect_max_ms;
+
+    /* Server mode. */
+    int listen_fd;
+    ino_t sock_inode;                   /* Of the socket file we made. */
+    struct vhost_engine_watch listen_watch;
+
+    /* Client mode. */
+    struct vhost_engine_timer reconnect_timer;
+    unsigned int backoff_ms;            /* Next delay after a failure. */
+
+    /* The connection to the frontend, if any. */
+    int conn_fd;
+    struct vhost_engine_watch conn_watch;
+    struct vhost_user_msg_reader reader;
+
+    struct vhost_dev dev;
+};
+
+static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
+static void vhost_port_conn_cb__(struct vhost_engine_watch *, uint32_t);
+static void vhost_port_reconnect_cb__(struct vhost_engine_timer *);
+
+struct vhost_port *
+vhost_port_from_node(struct ovs_list *node)
+{
+    return CONTAINER_OF(node, struct vhost_port, node);
+}
+
+/* Initialises 'opts' with defaults: server mode, the default features and
+ * every supported protocol feature, one queue pair, reconnect after 100 ms
+ * backing off to 2 s. */
+void
+vhost_port_options_init(struct vhost_port_options *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->mode = VHOST_PORT_SERVER;
+    opts->features = vhost_default_features();
+    opts->protocol_features = vhost_supported_protocol_features();
+    opts->max_queue_pairs = 1;
+    opts->reconnect_min_ms = 100;
+    opts->reconnect_max_ms = 2000;
+}
+
+const char *
+vhost_port_get_name(const struct vhost_port *port)
+{
+    return port->name;
+}
+
+static void
+vhost_port_start_conn__(struct vhost_port *port, int fd)
+{
+    int error = vhost_engine_watch_add(port->engine, &port->conn_watch, fd,
+                                       vhost_port_conn_cb__);
+    if (error) {
+        VLOG_ERR("%s: cannot watch connection (%s)", port->name,
+                 strerror(error));
+        close(fd);
+        return;
+    }
+    port->conn_fd = fd;
+    vhost_user_msg_reader_init(&port->reader);
+    port->dev.counters.connects++;
+    port->backoff_ms = port->reconnect_min_ms;
+    VLOG_INFO("%s: frontend %s on %s", port->name,
+              port->mode == VHOST_PORT_SERVER ? "connected" : "reached",
+              port->path);
+    if (port->dev.cb && port->dev.cb->connected) {
+        port->dev.cb->connected(port, port->dev.aux);
+    }
+}
+
+/* Client mode: tries to connect now; on failure, schedules the next try. */
+static void
+vhost_port_try_connect__(struct vhost_port *port)
+{
+    int fd;
+    int error = vhost_socket_connect(port->path, &fd);
+
+    if (!error) {
+        vhost_port_start_conn__(port, fd);
+        return;
+    }
+
+    /* The frontend not being there yet is normal: log it at a limited
+     * rate. */
+    port->dev.counters.connect_failures++;
+    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_INFO, "%s: connecting to %s "
+                     "failed (%s); retrying in %u ms", port->name, port->path,
+                     strerror(error), port->backoff_ms);
+    vhost_engine_timer_arm(port->engine, &port->reconnect_timer,
+                           port->backoff_ms);
+    port->backoff_ms = MIN(port->backoff_ms * 2, port->reconnect_max_ms);
+}
+
+static void
+vhost_port_reconnect_cb__(struct vhost_engine_timer *timer)
+{
+    struct vhost_port *port = CONTAINER_OF(timer, struct vhost_port,
+                                           reconnect_timer);
+    if (port->conn_fd < 0) {
+        vhost_port_try_connect__(port);
+    }
+}
+
+/* Ends the connection to the frontend: the device is reset (the embedder
+ * hears device_gone first if it was ready), every fd the frontend gave is
+ * closed and guest memory is unmapped.  A client port schedules a
+ * reconnect unless 'destroying'. */
+static void
+vhost_port_disconnect__(struct vhost_port *port, bool destroying)
+{
+    if (port->conn_fd < 0) {
+        return;
+    }
+    port->dev.counters.fds_closed += vhost_user_msg_release(&port->reader);
+    vhost_engine_watch_del(port->engine, &port->conn_watch);
+    close(port->conn_fd);
+    port->conn_fd = -1;
+    port->dev.counters.disconnects++;
+
+    vhost_dev_reset(&port->dev);
+    VLOG_INFO("%s: frontend disconnected", port->name);
+    if (port->dev.cb && port->dev.cb->disconnected) {
+        port->dev.cb->disconnected(port, port->dev.aux);
+    }
+
+    if (port->mode == VHOST_PORT_CLIENT && !destroying) {
+        vhost_engine_timer_arm(port->engine, &port->reconnect_timer,
+                               port->backoff_ms);
+    }
+}
+
+static void
+vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
+{
+    struct vhost_port *port = CONTAINER_OF(watch, struct vhost_port,
+                                           listen_watch);
+    int fd;
+    int error = vhost_socket_accept(port->listen_fd, &fd);
+
+    if (error) {
+        if (error != EAGAIN) {
+            VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: accept failed "
+                             "(%s)", port->name, strerror(error));
+        }
+        return;
+    }
+    if (port->conn_fd >= 0) {
+        /* One frontend per device: a second one would fight the first over
+         * the same queues. */
+        port->dev.counters.extra_conns_refused++;
+        VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: refusing a second "
+                         "frontend on %s: one is connected", port->name,
+                         port->path);
+        close(fd);
+        return;
+    }
+    vhost_port_start_conn__(port, fd);
+}
+
+static void
+vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
+{
+    struct vhost_port *port = CONTAINER_OF(watch, struct vhost_port,
+                                           conn_watch);
+    struct vhost_dev *dev = &port->dev;
+
+    for (int i = 0; i < VHOST_PORT_MAX_MSGS_PER_RUN; i++) {
+        int error;
+        enum vhost_user_read_status status
+            = vhost_user_msg_read(port->conn_fd, &port->reader, &error);
+
+        switch (status) {
+        case VHOST_USER_READ_MORE:
+            return;
+
+        case VHOST_USER_READ_MSG: {
+            enum vhost_user_verdict verdict
+                = vhost_user_dispatch(dev, port->conn_fd, &port->reader.msg);
+            dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
+            if (verdict == VHOST_USER_DISCONNECT) {
+                vhost_port_disconnect__(port, false);
+                return;
+            }
+            break;
+        }
+
+        case VHOST_USER_READ_BAD:
+            dev->counters.msgs++;
+            dev->counters.msgs_rejected++;
+            dev->counters.msgs_bad_header++;
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: bad message header "
+                             "(request %u, flags %#x, size %u); "
+                             "disconnecting", port->name,
+                             port->reader.msg.hdr.request,
+                             port->reader.msg.hdr.flags,
+                             port->reader.msg.hdr.size);
+            vhost_port_disconnect__(port, false);
+            return;
+
+        case VHOST_USER_READ_ERROR:
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: read error (%s)",
+                             port->name, strerror(error));
+            vhost_port_disconnect__(port, false);
+            return;
+
+        case VHOST_USER_READ_EOF:
+            vhost_port_disconnect__(port, false);
+            return;
+        }
+    }
+}
+
+static void
+vhost_port_free__(struct vhost_engine_zombie *z)
+{
+    struct vhost_port *port = CONTAINER_OF(z, struct vhost_port, zombie);
+
+    vhost_dev_destroy(&port->dev);
+    free(port->name);
+    free(port->path);
+    free(port);
+}
+
+/* Creates a port on 'engine' as 'opts' describe and stores it in '*portp'.
+ * A server port listens at once (replacing a stale socket file); a client
+ * port tries to connect at once and keeps trying.  Returns 0 or a positive
+ * errno value: EINVAL for bad options, EADDRINUSE if another process
+ * listens at a server port's path, EEXIST if something other than a socket
+ * is there. */
+int
+vhost_port_create(struct vhost_engine *engine,
+                  const struct vhost_port_options *opts,
+                  struct vhost_port **portp)
+{
+    *portp = NULL;
+    if (!opts->path || !opts->path[0]
+        || opts->max_queue_pairs < 1
+        || opts->max_queue_pairs > VHOST_MAX_QUEUE_PAIRS
+        || (opts->mode != VHOST_PORT_SERVER
+            && opts->mode != VHOST_PORT_CLIENT)) {
+        return EINVAL;
+    }
+
+    struct vhost_port *port = calloc(1, sizeof *port);
+    if (!port) {
+        return ENOMEM;
+    }
+    port->engine = engine;
+    port->path = strdup(opts->path);
+    port->name = strdup(opts->name ? opts->name : opts->path);
+    if (!port->path || !port->name) {
+        free(port->path);
+        free(port->name);
+        free(port);
+        return ENOMEM;
+    }
+    port->mode = opts->mode;
+    port->reconnect_min_ms = MAX(opts->reconnect_min_ms, 1);
+    port->reconnect_max_ms = MAX(opts->reconnect_max_ms,
+                                 port->reconnect_min_ms);
+    port->backoff_ms = port->reconnect_min_ms;
+    port->listen_fd = -1;
+    port->conn_fd = -1;
+    port->listen_watch.fd = port->conn_watch.fd = -1;
+    vhost_engine_timer_init(&port->reconnect_timer, vhost_port_reconnect_cb__);
+    vhost_user_msg_reader_init(&port->reader);
+
+    struct vhost_port_options dev_opts = *opts;
+    dev_opts.name = port->name;
+    vhost_dev_init(&port->dev, port, &dev_opts);
+
+    vhost_engine_lock(engine);
+    if (port->mode == VHOST_PORT_SERVER) {
+        int error = vhost_socket_listen(port->path, &port->listen_fd,
+                                        &port->sock_inode);
+        if (!error) {
+            error = vhost_engine_watch_add(engine, &port->listen_watch,
+                                           port->listen_fd,
+                                           vhost_port_listen_cb__);
+            if (error) {
+                vhost_socket_unlink(port->path, port->sock_inode);
+                close(port->listen_fd);
+            }
+        }
+        if (error) {
+            vhost_engine_unlock(engine);
+            VLOG_ERR("%s: cannot listen at %s (%s)", port->name, port->path,
+                     strerror(error));
+            vhost_port_free__(&port->zombie);
+            return error;
+        }
+        VLOG_INFO("%s: listening at %s", port->name, port->path);
+    } else {
+        vhost_port_try_connect__(port);
+    }
+    vhost_engine_add_port(engine, &port->node);
+    vhost_engine_unlock(engine);
+
+    *portp = port;
+    return 0;
+}
+
+/* Disconnects the frontend (the embedder hears device_gone and
+ * disconnected), stops listening and removes the socket file a server port
+ * made, and frees 'port'. */
+void
+vhost_port_destroy(struct vhost_port *port)
+{
+    if (!port) {
+        return;
+    }
+
+    struct vhost_engine *engine = port->engine;
+    vhost_engine_lock(engine);
+    vhost_port_disconnect__(port, true);
+    vhost_engine_timer_cancel(&port->reconnect_timer);
+    if (port->listen_fd >= 0) {
+        vhost_engine_watch_del(engine, &port->listen_watch);
+        close(port->listen_fd);
+        port->listen_fd = -1;
+        vhost_socket_unlink(port->path, port->sock_inode);
+    }
+    ovs_list_remove(&port->node);
+    VLOG_INFO("%s: destroyed", port->name);
+
+    /* The loop may hold a stale event for one of our watches. */
+    port->zombie.free = vhost_port_free__;
+    vhost_engine_defer_free(engine, &port->zombie);
+    vhost_engine_unlock(engine);
+}
+
+int
+vhost_port_get_info(struct vhost_port *port, struct vhost_port_info *info)
+{
+    memset(info, 0, sizeof *info);
+    vhost_engine_lock(port->engine);
+    vhost_dev_get_info(&port->dev, info);
+    info->connected = port->conn_fd >= 0;
+    info->counters = port->dev.counters;
+    vhost_engine_unlock(port->engine);
+    return 0;
+}
+
+/* Stores queue 'qid''s state in '*info'.  Returns 0, or EINVAL if the port
+ * has no queue 'qid'.  A queue the frontend has not named yet reads as all
+ * zeros. */
+int
+vhost_port_get_queue_info(struct vhost_port *port, unsigned int qid,
+                          struct vhost_queue_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (qid >= 2 * port->dev.max_queue_pairs) {
+        return EINVAL;
+    }
+
+    vhost_engine_lock(port->engine);
+    struct virtq *vq = port->dev.vqs[qid];
+    if (vq && qid < port->dev.n_vqs) {
+        virtq_lock(vq);
+        info->enabled = vq->enabled;
+        info->ready = vq->ready;
+        info->size = vq->size;
+        info->base = virtq_get_base(vq);
+        info->has_addr = vq->has_addr;
+        info->has_kick = vq->has_kick;
+        info->has_call = vq->call_fd >= 0;
+        info->has_err = vq->err_fd >= 0;
+        info->log_used = vq->log_used;
+        virtq_unlock(vq);
+    }
+    vhost_engine_unlock(port->engine);
+    return 0;
+}

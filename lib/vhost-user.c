@@ -1,0 +1,836 @@
+/*
+ * vhost-user request handlers and the dispatch table: see vhost-user.h.
+ *
+ * Every handler has the same shape: validate (everything the frontend sent
+ * is checked before anything changes), then commit.  A handler returns 0,
+ * or a positive errno value after logging why through
+ * vhost_user_reject__(); on success it may fill in a reply.
+ */
+
+#include <config.h>
+#include "vhost-user.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "guest-mem.h"
+#include "util.h"
+#include "vhost-dev.h"
+#include "vhost-log.h"
+#include "vhost-user-msg.h"
+#include "virtio.h"
+#include "virtq.h"
+
+/* A reply under construction. */
+struct vhost_user_reply {
+    uint32_t size;
+    union {
+        uint64_t u64;
+        struct vhost_user_vring_state state;
+    } payload;
+};
+
+typedef int vhost_user_handler(struct vhost_dev *, struct vhost_user_msg *,
+                               struct vhost_user_reply *);
+
+/* One row of the dispatch table. */
+struct vhost_user_req_def {
+    vhost_user_handler *handler;    /* NULL: not implemented. */
+    uint16_t min_size, max_size;    /* Payload bytes accepted. */
+    uint8_t min_fds, max_fds;       /* Attached fds accepted. */
+    bool has_reply;                 /* The request has a reply of its own. */
+    int8_t protocol_feature;        /* Needed protocol feature, or -1. */
+};
+
+/* Logs that 'msg' is rejected for the reason in 'format', at a rate
+ * limited per device, and returns EINVAL for the handler to return. */
+static int OVS_PRINTF_FORMAT(3, 4)
+vhost_user_reject__(struct vhost_dev *dev, const struct vhost_user_msg *msg,
+                    const char *format, ...)
+{
+    char reason[256];
+    va_list args;
+
+    va_start(args, format);
+    vsnprintf(reason, sizeof reason, format, args);
+    va_end(args);
+    VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: %s rejected: %s", dev->name,
+                     vhost_user_request_to_string(msg->hdr.request), reason);
+    return EINVAL;
+}
+
+/* Returns the queue that 'msg' names with 'index', or NULL after logging,
+ * if there is no such queue. */
+static struct virtq *
+vhost_user_get_vq__(struct vhost_dev *dev, const struct vhost_user_msg *msg,
+                    uint32_t index)
+{
+    /* Frontend-controlled: 'index', bounded here before any use. */
+    struct virtq *vq = vhost_dev_get_vq(dev, index);
+
+    if (!vq) {
+        vhost_user_reject__(dev, msg, "vring index %"PRIu32" out of range "
+                            "(%u queues)", index, 2 * dev->max_queue_pairs);
+    }
+    return vq;
+}
+
+static void
+vhost_user_reply_u64__(struct vhost_user_reply *reply, uint64_t value)
+{
+    reply->size = sizeof reply->payload.u64;
+    reply->payload.u64 = value;
+}
+
+/* Features and ownership. */
+
+static int
+vhost_user_get_features(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                        struct vhost_user_reply *reply)
+{
+    vhost_user_reply_u64__(reply, dev->offered_features);
+    return 0;
+}
+
+static int
+vhost_user_set_features(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                        struct vhost_user_reply *reply)
+{
+    uint64_t features = msg->payload.u64;
+
+    if (features & ~dev->offered_features) {
+        return vhost_user_reject__(dev, msg, "features %#"PRIx64" were not "
+                                   "offered", features & ~dev->offered_features);
+    }
+    if (dev->ready && (features ^ dev->features)
+                      & FEATURE_BIT(VIRTIO_F_RING_PACKED)) {
+        return vhost_user_reject__(dev, msg, "ring layout changed while the "
+                                   "device is running");
+    }
+
+    /* Negotiated again during migration (to add VHOST_F_LOG_ALL), so this
+     * may arrive while queues run: only the ring layout is derived. */
+    dev->features = features;
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        if (dev->vqs[i]) {
+            dev->vqs[i]->packed = vhost_dev_has_feature(dev,
+                                                        VIRTIO_F_RING_PACKED);
+        }
+    }
+    VLOG_DBG("%s: negotiated features %#"PRIx64, dev->name, features);
+    return 0;
+}
+
+static int
+vhost_user_get_protocol_features(struct vhost_dev *dev,
+                                 struct vhost_user_msg *msg,
+                                 struct vhost_user_reply *reply)
+{
+    vhost_user_reply_u64__(reply, dev->offered_protocol_features);
+    return 0;
+}
+
+static int
+vhost_user_set_protocol_features(struct vhost_dev *dev,
+                                 struct vhost_user_msg *msg,
+                                 struct vhost_user_reply *reply)
+{
+    uint64_t features = msg->payload.u64;
+
+    if (features & ~dev->offered_protocol_features) {
+        return vhost_user_reject__(dev, msg, "protocol features %#"PRIx64
+                                   " were not offered",
+                                   features & ~dev->offered_protocol_features);
+    }
+    dev->protocol_features = features;
+    return 0;
+}
+
+static int
+vhost_user_set_owner(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                     struct vhost_user_reply *reply)
+{
+    dev->owned = true;
+    return 0;
+}
+
+/* RESET_OWNER: the specification deprecates it, but QEMU still sends it to
+ * reset a device when RESET_DEVICE is not negotiated.  Everything the
+ * frontend set up goes, as on a disconnect. */
+static int
+vhost_user_reset_owner(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                       struct vhost_user_reply *reply)
+{
+    vhost_dev_reset(dev);
+    return 0;
+}
+
+/* Memory. */
+
+static int
+vhost_user_set_mem_table(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                         struct vhost_user_reply *reply)
+{
+    const struct vhost_user_mem_table *t = &msg->payload.mem;
+    /* Frontend-controlled: 'nregions', checked against the payload size and
+     * the fds actually attached before it indexes anything. */
+    uint32_t n = t->nregions;
+
+    if (n < 1 || n > VHOST_USER_MAX_FDS) {
+        return vhost_user_reject__(dev, msg, "%"PRIu32" memory regions "
+                                   "(must be 1 to %d)", n, VHOST_USER_MAX_FDS);
+    }
+    if (msg->hdr.size != VHOST_USER_MEM_TABLE_HDR_SIZE + n * sizeof t->regions[0]) {
+        return vhost_user_reject__(dev, msg, "payload of %"PRIu32" bytes for "
+                                   "%"PRIu32" regions", msg->hdr.size, n);
+    }
+    if (msg->n_fds != n) {
+        return vhost_user_reject__(dev, msg, "%zu fds for %"PRIu32" regions",
+                                   msg->n_fds, n);
+    }
+
+    struct guest_mem *mem = guest_mem_create();
+    if (!mem) {
+        return ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vhost_user_mem_region *r = &t->regions[i];
+        const char *reason;
+        int error = guest_mem_add(mem, r->guest_phys_addr, r->memory_size,
+                                  r->userspace_addr, r->mmap_offset,
+                                  msg->fds[i], &reason);
+        if (error) {
+            guest_mem_destroy(mem);
+            return vhost_user_reject__(dev, msg, "region %"PRIu32" (guest "
+                                       "%#"PRIx64", size %#"PRIx64"): %s",
+                                       i, r->guest_phys_addr, r->memory_size,
+                                       reason);
+        }
+    }
+
+    vhost_dev_set_mem(dev, mem);
+    dev->counters.mem_table_updates++;
+    VLOG_INFO("%s: guest memory: %"PRIu32" regions, %"PRIu64" bytes",
+              dev->name, n, guest_mem_total_size(mem));
+    return 0;
+}
+
+static int
+vhost_user_get_max_mem_slots(struct vhost_dev *dev,
+                             struct vhost_user_msg *msg,
+                             struct vhost_user_reply *reply)
+{
+    vhost_user_reply_u64__(reply, VHOST_MAX_MEM_REGIONS);
+    return 0;
+}
+
+static int
+vhost_user_add_mem_reg(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                       struct vhost_user_reply *reply)
+{
+    const struct vhost_user_mem_region *r = &msg->payload.mem_reg.region;
+    struct guest_mem *mem = guest_mem_clone(dev->mem);
+    const char *reason;
+
+    if (!mem) {
+        return ENOMEM;
+    }
+    int error = guest_mem_add(mem, r->guest_phys_addr, r->memory_size,
+                              r->userspace_addr, r->mmap_offset, msg->fds[0],
+                              &reason);
+    if (error) {
+        guest_mem_destroy(mem);
+        return vhost_user_reject__(dev, msg, "region (guest %#"PRIx64", size "
+                                   "%#"PRIx64"): %s", r->guest_phys_addr,
+                                   r->memory_size, reason);
+    }
+    vhost_dev_set_mem(dev, mem);
+    dev->counters.mem_table_updates++;
+    return 0;
+}
+
+static int
+vhost_user_rem_mem_reg(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                       struct vhost_user_reply *reply)
+{
+    const struct vhost_user_mem_region *r = &msg->payload.mem_reg.region;
+    struct guest_mem *mem = guest_mem_clone(dev->mem);
+
+    if (!mem) {
+        return ENOMEM;
+    }
+    if (guest_mem_remove(mem, r->guest_phys_addr, r->memory_size,
+                         r->userspace_addr)) {
+        guest_mem_destroy(mem);
+        return vhost_user_reject__(dev, msg, "no region at guest %#"PRIx64
+                                   " with size %#"PRIx64, r->guest_phys_addr,
+                                   r->memory_size);
+    }
+    vhost_dev_set_mem(dev, mem);
+    dev->counters.mem_table_updates++;
+    return 0;
+}
+
+/* Dirty log. */
+
+/* SET_LOG_BASE with LOG_SHMFD: map the log the fd carries.  QEMU waits for
+ * a reply without payload before it goes on. */
+static int
+vhost_user_set_log_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                        struct vhost_user_reply *reply)
+{
+    /* Frontend-controlled: 'size' and 'offset' (CVE-2020-10722 mapped an
+     * overflowing size); guest_mem_map_fd() checks both against the fd. */
+    uint64_t size = msg->payload.log.mmap_size;
+    uint64_t offset = msg->payload.log.mmap_offset;
+    const char *reason;
+    void *map;
+    size_t map_len;
+    uint8_t *base;
+
+    int error = guest_mem_map_fd(msg->fds[0], offset, size, &map, &map_len,
+                                 &base, &reason);
+    if (error) {
+        return vhost_user_reject__(dev, msg, "log of %#"PRIx64" bytes at "
+                                   "offset %#"PRIx64": %s", size, offset,
+                                   reason);
+    }
+    vhost_dev_set_log(dev, map, map_len, base, size);
+    reply->size = 0;
+    return 0;
+}
+
+static int
+vhost_user_set_log_fd(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      struct vhost_user_reply *reply)
+{
+    close_fd_quietly(dev->log_call_fd);
+    dev->log_call_fd = vhost_user_msg_take_fd(msg, 0);
+    return 0;
+}
+
+/* Vrings. */
+
+static int
+vhost_user_set_vring_num(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                         struct vhost_user_reply *reply)
+{
+    struct virtq *vq = vhost_user_get_vq__(dev, msg, msg->payload.state.index);
+    uint32_t num = msg->payload.state.num;
+
+    if (!vq) {
+        return EINVAL;
+    }
+    /* VIRTIO 1.2 §2.7: "Queue Size value is always a power of 2" for split
+     * rings; §2.8 lifts that for packed.  §2.6: at most 32768. */
+    if (!num || num > VIRTQ_MAX_SIZE || (!vq->packed && !is_pow2(num))) {
+        return vhost_user_reject__(dev, msg, "vring %u size %"PRIu32" is not "
+                                   "%s 1 and %d", vq->index, num,
+                                   vq->packed ? "between" : "a power of 2 between",
+                                   VIRTQ_MAX_SIZE);
+    }
+    virtq_lock(vq);
+    vq->size = num;
+    virtq_unlock(vq);
+    vhost_dev_remap_queue(dev, vq);
+    return 0;
+}
+
+static int
+vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          struct vhost_user_reply *reply)
+{
+    const struct vhost_user_vring_addr *a = &msg->payload.addr;
+    struct virtq *vq = vhost_user_get_vq__(dev, msg, a->index);
+
+    if (!vq) {
+        return EINVAL;
+    }
+    if (a->flags & ~(uint32_t) (1u << VHOST_VRING_F_LOG)) {
+        return vhost_user_reject__(dev, msg, "unknown flags %#"PRIx32,
+                                   a->flags);
+    }
+    /* VIRTIO 1.2 §2.7, table "Virtqueue Part Alignment". */
+    if (a->desc_user_addr % VRING_DESC_ALIGN
+        || a->avail_user_addr % VRING_AVAIL_ALIGN
+        || a->used_user_addr % VRING_USED_ALIGN) {
+        return vhost_user_reject__(dev, msg, "vring %u addresses are not "
+                                   "aligned", vq->index);
+    }
+
+    struct virtq old = *vq;
+    virtq_lock(vq);
+    vq->desc_uva = a->desc_user_addr;
+    vq->avail_uva = a->avail_user_addr;
+    vq->used_uva = a->used_user_addr;
+    vq->log_gpa = a->log_guest_addr;
+    vq->log_used = a->flags & (1u << VHOST_VRING_F_LOG);
+    vq->has_addr = true;
+    bool mapped = virtq_map(vq, dev->mem);
+    if (dev->mem && vq->size && !mapped) {
+        /* Keep what worked before. */
+        vq->desc_uva = old.desc_uva;
+        vq->avail_uva = old.avail_uva;
+        vq->used_uva = old.used_uva;
+        vq->log_gpa = old.log_gpa;
+        vq->log_used = old.log_used;
+        vq->has_addr = old.has_addr;
+        virtq_map(vq, dev->mem);
+    }
+    vq->ready = vq->ready && virtq_can_run(vq);
+    virtq_unlock(vq);
+
+    if (dev->mem && vq->size && !mapped) {
+        return vhost_user_reject__(dev, msg, "vring %u (desc %#"PRIx64", "
+                                   "avail %#"PRIx64", used %#"PRIx64") is "
+                                   "not inside guest memory", vq->index,
+                                   a->desc_user_addr, a->avail_user_addr,
+                                   a->used_user_addr);
+    }
+    return 0;
+}
+
+static int
+vhost_user_set_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          struct vhost_user_reply *reply)
+{
+    struct virtq *vq = vhost_user_get_vq__(dev, msg, msg->payload.state.index);
+    uint32_t num = msg->payload.state.num;
+
+    if (!vq) {
+        return EINVAL;
+    }
+    if (!vq->packed && num > UINT16_MAX) {
+        return vhost_user_reject__(dev, msg, "vring %u base %#"PRIx32" does "
+                                   "not fit a split ring index", vq->index,
+                                   num);
+    }
+    virtq_lock(vq);
+    virtq_set_base(vq, num);
+    virtq_unlock(vq);
+    return 0;
+}
+
+/* GET_VRING_BASE stops the ring and returns where it stands
+ * (vhost-user.rst: "Get the available vring base offset"; the back-end
+ * stops the ring).  It starts again with a new SET_VRING_KICK. */
+static int
+vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          struct vhost_user_reply *reply)
+{
+    struct virtq *vq = vhost_user_get_vq__(dev, msg, msg->payload.state.index);
+
+    if (!vq) {
+        return EINVAL;
+    }
+    virtq_lock(vq);
+    vq->ready = false;
+    vq->has_kick = false;
+    if (!vhost_dev_has_feature(dev, VHOST_USER_F_PROTOCOL_FEATURES)) {
+        vq->enabled = false;
+    }
+    close_fd_quietly(vq->kick_fd);
+    vq->kick_fd = -1;
+    reply->size = sizeof reply->payload.state;
+    reply->payload.state.index = vq->index;
+    reply->payload.state.num = virtq_get_base(vq);
+    virtq_unlock(vq);
+    return 0;
+}
+
+/* SET_VRING_KICK, _CALL and _ERR share a payload: the vring index in bits
+ * 0..7 and VHOST_USER_VRING_NOFD_MASK when no fd comes with it.  Returns
+ * the queue, with '*fdp' the fd taken from 'msg' or -1, or NULL. */
+static struct virtq *
+vhost_user_vring_fd__(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      int *fdp)
+{
+    /* Frontend-controlled: the whole u64, checked for stray bits before
+     * the index is taken from it. */
+    uint64_t u64 = msg->payload.u64;
+    bool nofd = u64 & VHOST_USER_VRING_NOFD_MASK;
+
+    *fdp = -1;
+    if (u64 & ~(uint64_t) (VHOST_USER_VRING_IDX_MASK
+                           | VHOST_USER_VRING_NOFD_MASK)) {
+        vhost_user_reject__(dev, msg, "bad vring fd payload %#"PRIx64, u64);
+        return NULL;
+    }
+    if (nofd != !msg->n_fds) {
+        vhost_user_reject__(dev, msg, "%zu fds with the no-fd flag %s",
+                            msg->n_fds, nofd ? "set" : "clear");
+        return NULL;
+    }
+
+    struct virtq *vq = vhost_user_get_vq__(dev, msg,
+                                           u64 & VHOST_USER_VRING_IDX_MASK);
+    if (vq && !nofd) {
+        *fdp = vhost_user_msg_take_fd(msg, 0);
+    }
+    return vq;
+}
+
+static int
+vhost_user_set_vring_kick(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          struct vhost_user_reply *reply)
+{
+    int fd;
+    struct virtq *vq = vhost_user_vring_fd__(dev, msg, &fd);
+
+    if (!vq) {
+        return EINVAL;
+    }
+    virtq_lock(vq);
+    close_fd_quietly(vq->kick_fd);
+    vq->kick_fd = fd;
+    vq->has_kick = true;
+    /* vhost-user.rst, "Ring states": without
+     * VHOST_USER_F_PROTOCOL_FEATURES a ring starts enabled once kicked. */
+    if (!vhost_dev_has_feature(dev, VHOST_USER_F_PROTOCOL_FEATURES)) {
+        vq->enabled = true;
+    }
+    virtq_unlock(vq);
+    return 0;
+}
+
+static int
+vhost_user_set_vring_call(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          struct vhost_user_reply *reply)
+{
+    int fd;
+    struct virtq *vq = vhost_user_vring_fd__(dev, msg, &fd);
+
+    if (!vq) {
+        return EINVAL;
+    }
+    virtq_lock(vq);
+    close_fd_quietly(vq->call_fd);
+    vq->call_fd = fd;
+    virtq_unlock(vq);
+    return 0;
+}
+
+static int
+vhost_user_set_vring_err(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                         struct vhost_user_reply *reply)
+{
+    int fd;
+    struct virtq *vq = vhost_user_vring_fd__(dev, msg, &fd);
+
+    if (!vq) {
+        return EINVAL;
+    }
+    virtq_lock(vq);
+    close_fd_quietly(vq->err_fd);
+    vq->err_fd = fd;
+    virtq_unlock(vq);
+    return 0;
+}
+
+static int
+vhost_user_set_vring_enable(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                            struct vhost_user_reply *reply)
+{
+    struct virtq *vq = vhost_user_get_vq__(dev, msg, msg->payload.state.index);
+    uint32_t num = msg->payload.state.num;
+
+    if (!vq) {
+        return EINVAL;
+    }
+    if (num > 1) {
+        return vhost_user_reject__(dev, msg, "vring %u enable value %"PRIu32
+                                   " is not 0 or 1", vq->index, num);
+    }
+    virtq_lock(vq);
+    vq->enabled = num;
+    vq->ready = vq->ready && virtq_can_run(vq);
+    virtq_unlock(vq);
+    return 0;
+}
+
+static int
+vhost_user_get_queue_num(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                         struct vhost_user_reply *reply)
+{
+    vhost_user_reply_u64__(reply, dev->max_queue_pairs);
+    return 0;
+}
+
+/* Device. */
+
+static int
+vhost_user_send_rarp(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                     struct vhost_user_reply *reply)
+{
+    /* The MAC is the first 6 bytes of the payload, stored until the data
+     * path can inject a RARP for it after migration. */
+    memcpy(dev->rarp_mac, msg->payload.bytes, sizeof dev->rarp_mac);
+    dev->has_rarp = true;
+    return 0;
+}
+
+static int
+vhost_user_net_set_mtu(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                       struct vhost_user_reply *reply)
+{
+    uint64_t mtu = msg->payload.u64;
+
+    /* VIRTIO 1.2 §5.1.4: "mtu ... at least 68". */
+    if (mtu < 68 || mtu > UINT16_MAX) {
+        return vhost_user_reject__(dev, msg, "MTU %"PRIu64" is not between "
+                                   "68 and 65535", mtu);
+    }
+    dev->mtu = mtu;
+    return 0;
+}
+
+static int
+vhost_user_set_backend_req_fd(struct vhost_dev *dev,
+                              struct vhost_user_msg *msg,
+                              struct vhost_user_reply *reply)
+{
+    close_fd_quietly(dev->backend_req_fd);
+    dev->backend_req_fd = vhost_user_msg_take_fd(msg, 0);
+    return 0;
+}
+
+static int
+vhost_user_set_status(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      struct vhost_user_reply *reply)
+{
+    uint64_t status = msg->payload.u64;
+
+    if (status > UINT8_MAX) {
+        return vhost_user_reject__(dev, msg, "device status %#"PRIx64" does "
+                                   "not fit 8 bits", status);
+    }
+    dev->status = status;
+    return 0;
+}
+
+static int
+vhost_user_get_status(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      struct vhost_user_reply *reply)
+{
+    vhost_user_reply_u64__(reply, dev->status);
+    return 0;
+}
+
+/* The dispatch table: the only place that says what each request may
+ * carry.  SIZE(MIN, MAX) bounds the payload in bytes and FDS(MIN, MAX) the
+ * attached fds.  Requests that take no input accept an 8-byte payload as
+ * well as none, since some frontends send a zero u64. */
+#define SIZE(MIN, MAX) (MIN), (MAX)
+#define FDS(MIN, MAX) (MIN), (MAX)
+#define NONE SIZE(0, 8)
+#define U64 SIZE(8, 8)
+#define STATE SIZE(sizeof(struct vhost_user_vring_state), \
+                   sizeof(struct vhost_user_vring_state))
+#define EXACT(TYPE) SIZE(sizeof(TYPE), sizeof(TYPE))
+#define REPLY true
+#define NO_REPLY false
+#define PF(NAME) VHOST_USER_PROTOCOL_F_##NAME
+#define NO_PF -1
+static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = {
+#define REQ(NAME, HANDLER, SIZES, FDS_, REPLY_, PF_) \
+    [VHOST_USER_##NAME] = { HANDLER, SIZES, FDS_, REPLY_, PF_ }
+    /* Features and ownership. */
+    REQ(GET_FEATURES, vhost_user_get_features, NONE, FDS(0, 0), REPLY,
+        NO_PF),
+    REQ(SET_FEATURES, vhost_user_set_features, U64, FDS(0, 0), NO_REPLY,
+        NO_PF),
+    REQ(GET_PROTOCOL_FEATURES, vhost_user_get_protocol_features, NONE,
+        FDS(0, 0), REPLY, NO_PF),
+    REQ(SET_PROTOCOL_FEATURES, vhost_user_set_protocol_features, U64,
+        FDS(0, 0), NO_REPLY, NO_PF),
+    REQ(SET_OWNER, vhost_user_set_owner, NONE, FDS(0, 0), NO_REPLY, NO_PF),
+    REQ(RESET_OWNER, vhost_user_reset_owner, NONE, FDS(0, 0), NO_REPLY,
+        NO_PF),
+
+    /* Memory. */
+    REQ(SET_MEM_TABLE, vhost_user_set_mem_table,
+        SIZE(VHOST_USER_MEM_TABLE_HDR_SIZE
+             + sizeof(struct vhost_user_mem_region),
+             sizeof(struct vhost_user_mem_table)),
+        FDS(1, VHOST_USER_MAX_FDS), NO_REPLY, NO_PF),
+    REQ(GET_MAX_MEM_SLOTS, vhost_user_get_max_mem_slots, NONE, FDS(0, 0),
+        REPLY, PF(CONFIGURE_MEM_SLOTS)),
+    REQ(ADD_MEM_REG, vhost_user_add_mem_reg, EXACT(struct vhost_user_mem_reg),
+        FDS(1, 1), NO_REPLY, PF(CONFIGURE_MEM_SLOTS)),
+    REQ(REM_MEM_REG, vhost_user_rem_mem_reg, EXACT(struct vhost_user_mem_reg),
+        FDS(0, 1), NO_REPLY, PF(CONFIGURE_MEM_SLOTS)),
+
+    /* Vrings. */
+    REQ(SET_VRING_NUM, vhost_user_set_vring_num, STATE, FDS(0, 0), NO_REPLY,
+        NO_PF),
+    REQ(SET_VRING_ADDR, vhost_user_set_vring_addr,
+        EXACT(struct vhost_user_vring_addr), FDS(0, 0), NO_REPLY, NO_PF),
+    REQ(SET_VRING_BASE, vhost_user_set_vring_base, STATE, FDS(0, 0),
+        NO_REPLY, NO_PF),
+    REQ(GET_VRING_BASE, vhost_user_get_vring_base, STATE, FDS(0, 0), REPLY,
+        NO_PF),
+    REQ(SET_VRING_KICK, vhost_user_set_vring_kick, U64, FDS(0, 1), NO_REPLY,
+        NO_PF),
+    REQ(SET_VRING_CALL, vhost_user_set_vring_call, U64, FDS(0, 1), NO_REPLY,
+        NO_PF),
+    REQ(SET_VRING_ERR, vhost_user_set_vring_err, U64, FDS(0, 1), NO_REPLY,
+        NO_PF),
+    REQ(SET_VRING_ENABLE, vhost_user_set_vring_enable, STATE, FDS(0, 0),
+        NO_REPLY, NO_PF),
+    REQ(GET_QUEUE_NUM, vhost_user_get_queue_num, NONE, FDS(0, 0), REPLY,
+        PF(MQ)),
+
+    /* Device. */
+    REQ(NET_SET_MTU, vhost_user_net_set_mtu, U64, FDS(0, 0), NO_REPLY,
+        PF(NET_MTU)),
+    REQ(SEND_RARP, vhost_user_send_rarp, U64, FDS(0, 0), NO_REPLY, PF(RARP)),
+    REQ(SET_STATUS, vhost_user_set_status, U64, FDS(0, 0), NO_REPLY,
+        PF(STATUS)),
+    REQ(GET_STATUS, vhost_user_get_status, NONE, FDS(0, 0), REPLY,
+        PF(STATUS)),
+
+    /* Kept for later work: the dirty log and the backend channel. */
+    REQ(SET_LOG_BASE, vhost_user_set_log_base, EXACT(struct vhost_user_log),
+        FDS(1, 1), REPLY, PF(LOG_SHMFD)),
+    REQ(SET_LOG_FD, vhost_user_set_log_fd, NONE, FDS(1, 1), NO_REPLY,
+        PF(LOG_SHMFD)),
+    REQ(SET_BACKEND_REQ_FD, vhost_user_set_backend_req_fd, NONE, FDS(1, 1),
+        NO_REPLY, PF(BACKEND_REQ)),
+#undef REQ
+};
+#undef SIZE
+#undef FDS
+#undef NONE
+#undef U64
+#undef STATE
+#undef EXACT
+#undef REPLY
+#undef NO_REPLY
+#undef PF
+#undef NO_PF
+
+/* Checks 'msg' against its row of the table.  Returns 0 or EINVAL, after
+ * logging and counting. */
+static int
+vhost_user_check__(struct vhost_dev *dev, const struct vhost_user_msg *msg,
+                   const struct vhost_user_req_def *def)
+{
+    if (msg->hdr.size < def->min_size || msg->hdr.size > def->max_size) {
+        dev->counters.msgs_bad_size++;
+        return vhost_user_reject__(dev, msg, "payload of %"PRIu32" bytes "
+                                   "(expected %u to %u)", msg->hdr.size,
+                                   def->min_size, def->max_size);
+    }
+    if (msg->fds_truncated
+        || msg->n_fds < def->min_fds || msg->n_fds > def->max_fds) {
+        dev->counters.msgs_bad_fds++;
+        return vhost_user_reject__(dev, msg, "%s%zu fds (expected %u to %u)",
+                                   msg->fds_truncated ? "more than " : "",
+                                   msg->n_fds, def->min_fds, def->max_fds);
+    }
+    if (def->protocol_feature >= 0
+        && !vhost_dev_has_protocol_feature(dev, def->protocol_feature)) {
+        return vhost_user_reject__(dev, msg, "protocol feature %d not "
+                                   "negotiated", def->protocol_feature);
+    }
+    return 0;
+}
+
+static bool
+vhost_user_send_reply__(struct vhost_dev *dev, int sock,
+                        const struct vhost_user_msg *msg,
+                        const struct vhost_user_reply *reply)
+{
+    struct vhost_user_hdr hdr = {
+        .request = msg->hdr.request,
+        .flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK,
+        .size = reply->size,
+    };
+    int error = vhost_user_msg_send(sock, &hdr, &reply->payload, NULL, 0);
+
+    if (error) {
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: sending %s reply failed "
+                         "(%s)", dev->name,
+                         vhost_user_request_to_string(msg->hdr.request),
+                         strerror(error));
+    }
+    return !error;
+}
+
+/* Handles 'msg', received on 'sock' for 'dev': checks it against the
+ * dispatch table, runs its handler, replies, and updates readiness.
+ * Returns whether the connection may go on.  Fds in 'msg' that the handler
+ * did not take are left for the caller to close. */
+enum vhost_user_verdict
+vhost_user_dispatch(struct vhost_dev *dev, int sock,
+                    struct vhost_user_msg *msg)
+{
+    uint32_t request = msg->hdr.request;
+    const struct vhost_user_req_def *def
+        = request < VHOST_USER_N_REQUESTS ? &vhost_user_reqs[request] : NULL;
+    /* Decided before the handler runs: RESET_OWNER forgets the protocol
+     * features. */
+    bool want_ack = (msg->hdr.flags & VHOST_USER_NEED_REPLY_MASK)
+                    && vhost_dev_has_protocol_feature(
+                           dev, VHOST_USER_PROTOCOL_F_REPLY_ACK);
+    struct vhost_user_reply reply = { .size = 0 };
+    int error;
+
+    dev->counters.msgs++;
+    VLOG_DBG("%s: received %s (%"PRIu32"), %"PRIu32" bytes, %zu fds",
+             dev->name, vhost_user_request_to_string(request), request,
+             msg->hdr.size, msg->n_fds);
+
+    /* Handlers read at most the payload's declared size; zero the rest so
+     * that a short payload can never show a previous message's bytes. */
+    memset(msg->payload.bytes + msg->hdr.size, 0,
+           sizeof msg->payload - msg->hdr.size);
+
+    if (!def || !def->handler) {
+        dev->counters.msgs_unknown++;
+        dev->counters.msgs_rejected++;
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: unsupported request %s "
+                         "(%"PRIu32") ignored", dev->name,
+                         vhost_user_request_to_string(request), request);
+        if (want_ack) {
+            vhost_user_reply_u64__(&reply, ENOSYS);
+            return vhost_user_send_reply__(dev, sock, msg, &reply)
+                   ? VHOST_USER_CONTINUE : VHOST_USER_DISCONNECT;
+        }
+        return VHOST_USER_CONTINUE;
+    }
+
+    error = vhost_user_check__(dev, msg, def);
+    if (!error) {
+        error = def->handler(dev, msg, &reply);
+    }
+    vhost_dev_update_ready(dev);
+
+    if (error) {
+        dev->counters.msgs_rejected++;
+        if (want_ack && !def->has_reply) {
+            vhost_user_reply_u64__(&reply, error);
+            return vhost_user_send_reply__(dev, sock, msg, &reply)
+                   ? VHOST_USER_CONTINUE : VHOST_USER_DISCONNECT;
+        }
+        /* The frontend cannot learn of the failure any other way, and its
+         * idea of the device would differ from ours. */
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: disconnecting the "
+                         "frontend after a rejected %s", dev->name,
+                         vhost_user_request_to_string(request));
+        return VHOST_USER_DISCONNECT;
+    }
+
+    if (def->has_reply || want_ack) {
+        if (!def->has_reply) {
+            vhost_user_reply_u64__(&reply, 0);
+        }
+        if (!vhost_user_send_reply__(dev, sock, msg, &reply)) {
+            return VHOST_USER_DISCONNECT;
+        }
+    }
+    return VHOST_USER_CONTINUE;
+}

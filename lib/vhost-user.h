@@ -1,0 +1,45 @@
+/*
+ * vhost-user protocol handling: the dispatch table and one handler per
+ * request (QEMU docs/interop/vhost-user.rst, "Front-end message types").
+ *
+ * Usage
+ * =====
+ *
+ * vhost-port.c reads a whole message and hands it to vhost_user_dispatch(),
+ * which checks it against the table, runs the handler, sends the reply or
+ * acknowledgement, and tells the caller whether the connection may go on.
+ * The caller then releases the message, closing every fd no handler took.
+ *
+ * Thread-safety
+ * =============
+ *
+ * Runs on the engine loop's thread, under the engine mutex.
+ *
+ * Trust model
+ * ===========
+ *
+ * The message is the frontend's.  The table bounds its payload size and
+ * fd count before any handler looks at it; handlers check the values.
+ * A rejected message is logged at a limited rate, counted, and either
+ * acknowledged with an error (REPLY_ACK negotiated and NEED_REPLY set) or
+ * answered by closing the connection.
+ */
+
+#ifndef OVS_VHOST_VHOST_USER_H
+#define OVS_VHOST_VHOST_USER_H 1
+
+#include <stdbool.h>
+
+struct vhost_dev;
+struct vhost_user_msg;
+
+/* What the connection should do after a message. */
+enum vhost_user_verdict {
+    VHOST_USER_CONTINUE,        /* Keep reading. */
+    VHOST_USER_DISCONNECT,      /* Close this frontend's connection. */
+};
+
+enum vhost_user_verdict vhost_user_dispatch(struct vhost_dev *, int sock,
+                                            struct vhost_user_msg *);
+
+#endif /* vhost-user.h */

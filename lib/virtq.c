@@ -1,0 +1,132 @@
+/*
+ * Virtqueue state: see virtq.h.
+ */
+
+#include <config.h>
+#include "virtq.h"
+
+#include <string.h>
+#include <unistd.h>
+#include "guest-mem.h"
+#include "util.h"
+#include "virtio.h"
+
+void
+virtq_init(struct virtq *vq, unsigned int index)
+{
+    memset(vq, 0, sizeof *vq);
+    atomic_init(&vq->locked, false);
+    vq->index = index;
+    vq->kick_fd = vq->call_fd = vq->err_fd = -1;
+}
+
+/* Closes 'vq''s fds and returns it to its initial state.  The caller holds
+ * the access lock or knows the data path cannot see 'vq'. */
+void
+virtq_reset(struct virtq *vq)
+{
+    close_fd_quietly(vq->kick_fd);
+    close_fd_quietly(vq->call_fd);
+    close_fd_quietly(vq->err_fd);
+
+    unsigned int index = vq->index;
+    bool locked = atomic_load_explicit(&vq->locked, memory_order_relaxed);
+    virtq_init(vq, index);
+    atomic_store_explicit(&vq->locked, locked, memory_order_relaxed);
+}
+
+/* Returns the bytes of each part of a ring of 'size' entries: the
+ * descriptor table, the driver area (avail ring or driver event
+ * suppression) and the device area (used ring or device event suppression).
+ * VIRTIO 1.2 §2.7 for split, §2.8.10 and §2.8.14 for packed. */
+static void
+virtq_part_sizes__(const struct virtq *vq, uint64_t *desc, uint64_t *avail,
+                   uint64_t *used)
+{
+    uint64_t n = vq->size;
+
+    *desc = VRING_DESC_SIZE * n;
+    if (vq->packed) {
+        *avail = *used = 4;     /* struct pvirtq_event_suppress */
+    } else {
+        /* flags, idx, ring[n], used_event (always counted: it is there
+         * whether or not EVENT_IDX is negotiated). */
+        *avail = 2 + 2 + 2 * n + 2;
+        *used = 2 + 2 + VRING_USED_ELEM_SIZE * n + 2;
+    }
+}
+
+/* Translates 'vq''s ring addresses through 'mem', each part of the ring
+ * wholly inside one region.  On success stores the host addresses and
+ * returns true; otherwise clears them and returns false.  The caller holds
+ * the access lock. */
+bool
+virtq_map(struct virtq *vq, const struct guest_mem *mem)
+{
+    uint64_t desc_len, avail_len, used_len;
+
+    virtq_unmap(vq);
+    if (!mem || !vq->has_addr || !vq->size) {
+        return false;
+    }
+
+    virtq_part_sizes__(vq, &desc_len, &avail_len, &used_len);
+    void *desc = guest_mem_uva_to_hva_contig(mem, vq->desc_uva, desc_len);
+    void *avail = guest_mem_uva_to_hva_contig(mem, vq->avail_uva, avail_len);
+    void *used = guest_mem_uva_to_hva_contig(mem, vq->used_uva, used_len);
+    if (!desc || !avail || !used) {
+        return false;
+    }
+    vq->desc = desc;
+    vq->avail = avail;
+    vq->used = used;
+    return true;
+}
+
+/* Forgets 'vq''s host ring addresses.  The caller holds the access lock. */
+void
+virtq_unmap(struct virtq *vq)
+{
+    vq->desc = vq->avail = vq->used = NULL;
+}
+
+/* Returns true if 'vq' has all it needs for the data path: enabled, sized,
+ * addressed and mapped, and kicked (SET_VRING_KICK, with or without fd). */
+bool
+virtq_can_run(const struct virtq *vq)
+{
+    return vq->enabled && vq->size && vq->desc && vq->has_kick;
+}
+
+/* Sets the ring position from SET_VRING_BASE's 'base'.  Split rings use
+ * the low 16 bits as the next avail index.  Packed rings (vhost-user.rst,
+ * "VHOST_USER_SET_VRING_BASE") carry the avail index in bits 0..14, its
+ * wrap counter in bit 15, and the used index and wrap counter in bits
+ * 16..30 and 31. */
+void
+virtq_set_base(struct virtq *vq, uint32_t base)
+{
+    vq->base = base;
+    if (vq->packed) {
+        vq->last_avail_idx = base & 0x7fff;
+        vq->avail_wrap_counter = (base >> 15) & 1;
+        vq->last_used_idx = (base >> 16) & 0x7fff;
+        vq->used_wrap_counter = (base >> 31) & 1;
+    } else {
+        vq->last_avail_idx = vq->last_used_idx = base & 0xffff;
+    }
+}
+
+/* Returns the ring position in the encoding virtq_set_base() reads, for
+ * GET_VRING_BASE. */
+uint32_t
+virtq_get_base(const struct virtq *vq)
+{
+    if (vq->packed) {
+        return (vq->last_avail_idx & 0x7fff)
+               | ((uint32_t) vq->avail_wrap_counter << 15)
+               | ((uint32_t) (vq->last_used_idx & 0x7fff) << 16)
+               | ((uint32_t) vq->used_wrap_counter << 31);
+    }
+    return vq->last_avail_idx;
+}

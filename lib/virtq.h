@@ -1,0 +1,123 @@
+/*
+ * Virtqueue state shared by the control plane and the data path: sizes,
+ * indices, ring addresses (as the frontend gave them and as mapped here),
+ * notification fds, and the access lock.
+ *
+ * Usage
+ * =====
+ *
+ * The control plane (vhost-user.c, through vhost-dev.c) fills a queue from
+ * SET_VRING_* messages and calls virtq_map() whenever the ring addresses or
+ * the guest memory table change.  The data path (split and packed ring
+ * code, later) works on a queue only between virtq_trylock() and
+ * virtq_unlock(), and only if 'ready' is true.
+ *
+ * Following rust-vmm's virtio-queue, the queue holds no pointer to guest
+ * memory: every function that touches guest memory is handed the memory
+ * table explicitly, so a new table never has to reach into queue internals.
+ *
+ * Thread-safety
+ * =============
+ *
+ * Members under "control plane" are written only by the thread that runs
+ * the engine loop, with the access lock held whenever 'ready' may be true.
+ * The data path reads them under the access lock.  The lock is a spinlock:
+ * the data path holds it for one burst, the control plane for a few
+ * stores.  The data path uses trylock and skips the queue if the control
+ * plane holds it, so a PMD thread never waits on a message handler.
+ *
+ * Trust model
+ * ===========
+ *
+ * Sizes, indices and ring addresses come from the frontend and are checked
+ * by the handlers before they are stored here; ring addresses must also
+ * translate, each part wholly inside one region, before 'ready' is set.
+ */
+
+#ifndef OVS_VHOST_VIRTQ_H
+#define OVS_VHOST_VIRTQ_H 1
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "util.h"
+
+struct guest_mem;
+
+struct virtq {
+    /* Held by the data path around a burst, and by the control plane
+     * whenever it changes anything below or the memory table. */
+    atomic_bool locked;
+
+    /* Control plane: set up by messages. */
+    unsigned int index;         /* Queue index in the device. */
+    uint16_t size;              /* SET_VRING_NUM; 0 until set. */
+    bool packed;                /* Ring layout, from negotiated features. */
+    bool enabled;               /* SET_VRING_ENABLE, or implicit. */
+    bool has_addr;              /* SET_VRING_ADDR received. */
+    bool has_kick;              /* SET_VRING_KICK received (fd or none). */
+    bool log_used;              /* VHOST_VRING_F_LOG in the address flags. */
+    uint64_t desc_uva;          /* Frontend virtual addresses of the ring. */
+    uint64_t avail_uva;
+    uint64_t used_uva;
+    uint64_t log_gpa;           /* Guest physical address of the used ring,
+                                 * for dirty logging. */
+    uint32_t base;              /* SET_VRING_BASE as received. */
+    int kick_fd;                /* -1: none, the ring is polled. */
+    int call_fd;                /* -1: none, the guest polls. */
+    int err_fd;                 /* -1: none. */
+
+    /* Control plane: derived by virtq_map() under the lock. */
+    void *desc;                 /* Host addresses, NULL until mapped. */
+    void *avail;
+    void *used;
+
+    /* Data path, under the lock.  Split: 'last_avail_idx' is the next
+     * avail ring entry to process and 'last_used_idx' the next used ring
+     * entry to fill.  Packed: the same positions in the descriptor ring,
+     * with the wrap counters beside them. */
+    uint16_t last_avail_idx;
+    uint16_t last_used_idx;
+    bool avail_wrap_counter;
+    bool used_wrap_counter;
+
+    /* Both sides: true once the queue may be used by the data path.  Set
+     * and cleared by the control plane with the lock held. */
+    bool ready;
+};
+
+void virtq_init(struct virtq *, unsigned int index);
+void virtq_reset(struct virtq *);
+bool virtq_map(struct virtq *, const struct guest_mem *);
+void virtq_unmap(struct virtq *);
+bool virtq_can_run(const struct virtq *);
+void virtq_set_base(struct virtq *, uint32_t base);
+uint32_t virtq_get_base(const struct virtq *);
+
+/* Acquires 'vq''s access lock, spinning.  For the control plane. */
+static inline void
+virtq_lock(struct virtq *vq)
+{
+    while (atomic_exchange_explicit(&vq->locked, true,
+                                    memory_order_acquire)) {
+        while (atomic_load_explicit(&vq->locked, memory_order_relaxed)) {
+            cpu_relax();
+        }
+    }
+}
+
+/* Tries to acquire 'vq''s access lock without waiting.  For the data path,
+ * which skips the queue this time if the control plane holds it. */
+static inline bool
+virtq_trylock(struct virtq *vq)
+{
+    return !atomic_exchange_explicit(&vq->locked, true, memory_order_acquire);
+}
+
+static inline void
+virtq_unlock(struct virtq *vq)
+{
+    atomic_store_explicit(&vq->locked, false, memory_order_release);
+}
+
+#endif /* virtq.h */

@@ -1,0 +1,70 @@
+# Autoconf macros for ovs-vhost.
+
+dnl OVS_VHOST_CHECK_C11: require a compiler that accepts -std=gnu11.
+AC_DEFUN([OVS_VHOST_CHECK_C11], [
+  AC_CACHE_CHECK([whether $CC accepts -std=gnu11], [ovs_vhost_cv_c11], [
+    save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS -std=gnu11"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <stdatomic.h>
+_Static_assert(1, "c11");]], [[atomic_int x = 0; (void) x;]])],
+      [ovs_vhost_cv_c11=yes], [ovs_vhost_cv_c11=no])
+    CFLAGS=$save_CFLAGS])
+  AS_IF([test "$ovs_vhost_cv_c11" != yes],
+        [AC_MSG_ERROR([a C11 compiler with <stdatomic.h> is required])])
+  AC_SUBST([OVS_VHOST_STD_CFLAGS], [-std=gnu11])])
+
+dnl OVS_VHOST_ENABLE_WERROR: --enable-Werror turns warnings into errors.
+AC_DEFUN([OVS_VHOST_ENABLE_WERROR], [
+  AC_ARG_ENABLE([Werror],
+    [AS_HELP_STRING([--enable-Werror], [treat compiler warnings as errors])],
+    [], [enable_Werror=no])
+  AS_IF([test "$enable_Werror" = yes], [WERROR_CFLAGS=-Werror], [WERROR_CFLAGS=])
+  AC_SUBST([WERROR_CFLAGS])])
+
+dnl OVS_VHOST_ENABLE_FLAGS: warning flags used for every file we build.
+AC_DEFUN([OVS_VHOST_ENABLE_FLAGS], [
+  WARNING_CFLAGS="-Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2"
+  AC_SUBST([WARNING_CFLAGS])])
+
+dnl OVS_VHOST_CHECK_OVS: the --with-ovs-source / --with-ovs-build options,
+dnl following OVN's OVN_CHECK_OVS.  Without --with-ovs-source only the
+dnl engine, its utilities and its tests are built.
+AC_DEFUN([OVS_VHOST_CHECK_OVS], [
+  AC_ARG_WITH([ovs-source],
+    [AS_HELP_STRING([--with-ovs-source=DIR],
+                    [build the Open vSwitch provider against the configured and built OVS source tree in DIR])],
+    [], [with_ovs_source=no])
+  AC_ARG_WITH([ovs-build],
+    [AS_HELP_STRING([--with-ovs-build=DIR],
+                    [OVS build directory, if it differs from --with-ovs-source])],
+    [], [with_ovs_build=no])
+
+  OVSDIR= OVSBUILDDIR=
+  AS_CASE([$with_ovs_source],
+    [no|""], [AS_IF([test "$with_ovs_build" != no],
+                    [AC_MSG_ERROR([--with-ovs-build requires --with-ovs-source])])],
+    [yes], [AC_MSG_ERROR([--with-ovs-source needs a directory argument])],
+    [
+      AC_MSG_CHECKING([for an Open vSwitch source tree in $with_ovs_source])
+      OVSDIR=`cd "$with_ovs_source" 2>/dev/null && pwd`
+      AS_IF([test -z "$OVSDIR" || test ! -f "$OVSDIR/lib/netdev-provider.h" \
+             || test ! -f "$OVSDIR/vswitchd/ovs-vswitchd.c"],
+            [AC_MSG_RESULT([no])
+             AC_MSG_ERROR([$with_ovs_source is not an Open vSwitch source tree (lib/netdev-provider.h or vswitchd/ovs-vswitchd.c missing)])])
+      AC_MSG_RESULT([$OVSDIR])
+
+      AS_IF([test "$with_ovs_build" = no], [with_ovs_build=$OVSDIR])
+      AC_MSG_CHECKING([for a configured and built Open vSwitch in $with_ovs_build])
+      OVSBUILDDIR=`cd "$with_ovs_build" 2>/dev/null && pwd`
+      AS_IF([test -z "$OVSBUILDDIR" || test ! -f "$OVSBUILDDIR/config.h"],
+            [AC_MSG_RESULT([no])
+             AC_MSG_ERROR([$with_ovs_build is not a configured Open vSwitch build tree (config.h missing): run ./configure there first])])
+      AS_IF([test ! -f "$OVSBUILDDIR/lib/libopenvswitch.la" \
+             || test ! -f "$OVSBUILDDIR/vswitchd/ovs-vswitchd"],
+            [AC_MSG_RESULT([no])
+             AC_MSG_ERROR([$with_ovs_build is configured but not built (lib/libopenvswitch.la or vswitchd/ovs-vswitchd missing): run make there first])])
+      AC_MSG_RESULT([$OVSBUILDDIR])
+    ])
+  AC_SUBST([OVSDIR])
+  AC_SUBST([OVSBUILDDIR])
+  AM_CONDITIONAL([HAVE_OVS], [test -n "$OVSDIR"])])

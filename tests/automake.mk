@@ -1,0 +1,60 @@
+# Tests: C test drivers wrapped by an autotest testsuite, as in Open vSwitch.
+#
+# `make check` builds the drivers and runs tests/testsuite through
+# tests/run-testsuite.sh, which prints "N passed, N failed, N skipped".
+# Pass TESTSUITEFLAGS to select tests (-k keyword, test numbers, -v, -d).
+
+TESTSUITE_AT = \
+	tests/testsuite.at \
+	tests/ovs-macros.at \
+	tests/guest-mem.at \
+	tests/vhost-user.at \
+	tests/engine.at \
+	tests/testpmd.at
+
+TESTSUITE = $(srcdir)/tests/testsuite
+AUTOTEST_PATH = utilities:tests
+AUTOTEST = $(AUTOM4TE) -l autotest
+
+EXTRA_DIST += \
+	$(TESTSUITE_AT) \
+	$(TESTSUITE) \
+	tests/atlocal.in \
+	tests/package.m4 \
+	tests/run-testsuite.sh \
+	tests/testpmd-lib.sh \
+	tests/check-all.sh
+DISTCLEANFILES += tests/atconfig tests/atlocal
+
+# The test drivers link the engine's internal objects directly, so they can
+# test modules (guest-mem, the message reader) below the public API.
+check_PROGRAMS += tests/test-engine
+tests_test_engine_SOURCES = \
+	tests/test-engine.c \
+	tests/test-frontend.c \
+	tests/test-frontend.h \
+	tests/test-guest-mem.c \
+	tests/test-util.c \
+	tests/test-util.h \
+	tests/test-vhost-user.c
+tests_test_engine_LDADD = lib/libovs-vhost-core.la
+
+$(srcdir)/tests/package.m4: $(top_srcdir)/configure.ac
+	$(AM_V_GEN):;{ \
+	  echo '# Signature of the current package.' && \
+	  echo 'm4_define([AT_PACKAGE_NAME],      [$(PACKAGE_NAME)])' && \
+	  echo 'm4_define([AT_PACKAGE_TARNAME],   [$(PACKAGE_TARNAME)])' && \
+	  echo 'm4_define([AT_PACKAGE_VERSION],   [$(PACKAGE_VERSION)])' && \
+	  echo 'm4_define([AT_PACKAGE_STRING],    [$(PACKAGE_STRING)])' && \
+	  echo 'm4_define([AT_PACKAGE_BUGREPORT], [$(PACKAGE_BUGREPORT)])'; \
+	} >'$@'
+
+$(TESTSUITE): $(srcdir)/tests/package.m4 $(TESTSUITE_AT)
+	$(AM_V_GEN)$(AUTOTEST) -I '$(srcdir)/tests' -o $@.tmp $@.at && mv $@.tmp $@
+
+check-local: tests/atconfig tests/atlocal $(TESTSUITE) $(check_PROGRAMS) $(bin_PROGRAMS)
+	$(SHELL) '$(srcdir)/tests/run-testsuite.sh' '$(TESTSUITE)' -C tests \
+	  AUTOTEST_PATH='$(AUTOTEST_PATH)' $(TESTSUITEFLAGS)
+
+clean-local:
+	test ! -f '$(TESTSUITE)' || $(SHELL) '$(TESTSUITE)' -C tests --clean
