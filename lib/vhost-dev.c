@@ -136,7 +136,8 @@ vhost_dev_remap_queue(struct vhost_dev *dev, struct virtq *vq)
 static bool
 vhost_dev_pair0_can_run__(const struct vhost_dev *dev)
 {
-    return dev->n_vqs >= 2
+    /* Queues are allocated as the frontend names them, in any order. */
+    return dev->vqs[0] && dev->vqs[1]
            && virtq_can_run(dev->vqs[0]) && virtq_can_run(dev->vqs[1]);
 }
 

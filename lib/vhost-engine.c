@@ -315,6 +315,21 @@ vhost_engine_watch_del(struct vhost_engine *engine,
     }
 }
 
+/* Makes 'watch' wait for its fd to become writable ('output' true) instead
+ * of readable, or back.  Returns 0 or a positive errno value. */
+int
+vhost_engine_watch_set_output(struct vhost_engine *engine,
+                              struct vhost_engine_watch *watch, bool output)
+{
+    struct epoll_event ev = {
+        .events = output ? EPOLLOUT : EPOLLIN,
+        .data.ptr = watch,
+    };
+
+    return epoll_ctl(engine->epoll_fd, EPOLL_CTL_MOD, watch->fd, &ev)
+           ? errno : 0;
+}
+
 void
 vhost_engine_timer_init(struct vhost_engine_timer *timer,
                         void (*cb)(struct vhost_engine_timer *))
@@ -349,6 +364,12 @@ void
 vhost_engine_add_port(struct vhost_engine *engine, struct ovs_list *node)
 {
     ovs_list_push_back(&engine->ports, node);
+}
+
+const struct ovs_list *
+vhost_engine_ports(const struct vhost_engine *engine)
+{
+    return &engine->ports;
 }
 
 /* Parks 'z', to be freed when the loop has finished with its current batch

@@ -57,6 +57,8 @@ int vhost_engine_watch_add(struct vhost_engine *, struct vhost_engine_watch *,
                            void (*cb)(struct vhost_engine_watch *, uint32_t));
 void vhost_engine_watch_del(struct vhost_engine *,
                             struct vhost_engine_watch *);
+int vhost_engine_watch_set_output(struct vhost_engine *,
+                                  struct vhost_engine_watch *, bool output);
 
 void vhost_engine_timer_init(struct vhost_engine_timer *,
                              void (*cb)(struct vhost_engine_timer *));
@@ -65,6 +67,7 @@ void vhost_engine_timer_arm(struct vhost_engine *, struct vhost_engine_timer *,
 void vhost_engine_timer_cancel(struct vhost_engine_timer *);
 
 void vhost_engine_add_port(struct vhost_engine *, struct ovs_list *node);
+const struct ovs_list *vhost_engine_ports(const struct vhost_engine *);
 void vhost_engine_defer_free(struct vhost_engine *,
                              struct vhost_engine_zombie *);
 

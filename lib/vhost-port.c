@@ -55,6 +55,13 @@ struct vhost_port {
     struct vhost_engine_watch conn_watch;
     struct vhost_user_msg_reader reader;
 
+    /* A reply the socket could not take at once.  While one is pending
+     * the connection waits for output and reads nothing, so at most one
+     * reply is ever buffered. */
+    struct vhost_user_reply out;
+    size_t out_sent;
+    bool out_pending;
+
     struct vhost_dev dev;
 };
 
@@ -101,6 +108,7 @@ vhost_port_start_conn__(struct vhost_port *port, int fd)
         return;
     }
     port->conn_fd = fd;
+    port->out_pending = false;
     vhost_user_msg_reader_init(&port->reader);
     port->dev.counters.connects++;
     port->backoff_ms = port->reconnect_min_ms;
@@ -201,12 +209,52 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
     vhost_port_start_conn__(port, fd);
 }
 
+/* Sends 'port->out' from where it stands.  Returns true if the connection
+ * may go on reading: the reply is out, or it waits for output. */
+static bool
+vhost_port_send_reply__(struct vhost_port *port)
+{
+    int error = vhost_user_msg_send(port->conn_fd, &port->out.hdr,
+                                    &port->out.payload, NULL, 0,
+                                    &port->out_sent);
+    if (!error) {
+        if (port->out_pending) {
+            port->out_pending = false;
+            vhost_engine_watch_set_output(port->engine, &port->conn_watch,
+                                          false);
+        }
+        return true;
+    }
+    if (error == EAGAIN) {
+        if (port->out_pending) {
+            return false;
+        }
+        port->out_pending = true;
+        error = vhost_engine_watch_set_output(port->engine,
+                                              &port->conn_watch, true);
+        if (!error) {
+            return false;
+        }
+    }
+    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: sending %s reply "
+                     "failed (%s)", port->name,
+                     vhost_user_request_to_string(port->out.hdr.request),
+                     strerror(error));
+    vhost_port_disconnect__(port, false);
+    return false;
+}
+
 static void
 vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
 {
     struct vhost_port *port = CONTAINER_OF(watch, struct vhost_port,
                                            conn_watch);
     struct vhost_dev *dev = &port->dev;
+
+    if (port->out_pending
+        && (!vhost_port_send_reply__(port) || port->out_pending)) {
+        return;
+    }
 
     for (int i = 0; i < VHOST_PORT_MAX_MSGS_PER_RUN; i++) {
         int error;
@@ -219,11 +267,17 @@ vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
 
         case VHOST_USER_READ_MSG: {
             enum vhost_user_verdict verdict
-                = vhost_user_dispatch(dev, port->conn_fd, &port->reader.msg);
+                = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
             dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
             if (verdict == VHOST_USER_DISCONNECT) {
                 vhost_port_disconnect__(port, false);
                 return;
+            }
+            if (verdict == VHOST_USER_REPLY) {
+                port->out_sent = 0;
+                if (!vhost_port_send_reply__(port)) {
+                    return;
+                }
             }
             break;
         }
@@ -263,6 +317,22 @@ vhost_port_free__(struct vhost_engine_zombie *z)
     free(port->name);
     free(port->path);
     free(port);
+}
+
+/* Returns true if a server port of 'engine' listens at 'path'. */
+static bool
+vhost_port_path_in_use__(const struct vhost_engine *engine, const char *path)
+{
+    const struct ovs_list *ports = vhost_engine_ports(engine);
+
+    for (const struct ovs_list *n = ports->next; n != ports; n = n->next) {
+        const struct vhost_port *p = CONTAINER_OF(n, struct vhost_port, node);
+
+        if (p->listen_fd >= 0 && !strcmp(p->path, path)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Creates a port on 'engine' as 'opts' describe and stores it in '*portp'.
@@ -315,8 +385,14 @@ vhost_port_create(struct vhost_engine *engine,
 
     vhost_engine_lock(engine);
     if (port->mode == VHOST_PORT_SERVER) {
-        int error = vhost_socket_listen(port->path, &port->listen_fd,
+        /* Our own port at the same path is live, but probing it with a
+         * connection would look like a frontend to it. */
+        int error = vhost_port_path_in_use__(engine, port->path)
+                    ? EADDRINUSE : 0;
+        if (!error) {
+            error = vhost_socket_listen(port->path, &port->listen_fd,
                                         &port->sock_inode);
+        }
         if (!error) {
             error = vhost_engine_watch_add(engine, &port->listen_watch,
                                            port->listen_fd,

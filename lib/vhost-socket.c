@@ -33,13 +33,15 @@ vhost_socket_new__(int *fdp)
     return *fdp < 0 ? errno : 0;
 }
 
-/* Returns true if something accepts connections at 'sun'. */
+/* Returns true if something listens at 'sun'.  Never blocks: a listener
+ * whose backlog is full (EAGAIN) is live too. */
 static bool
 vhost_socket_is_live__(const struct sockaddr_un *sun)
 {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     bool live = fd >= 0
-                && !connect(fd, (const struct sockaddr *) sun, sizeof *sun);
+                && (!connect(fd, (const struct sockaddr *) sun, sizeof *sun)
+                    || errno == EAGAIN);
 
     close_fd_quietly(fd);
     return live;

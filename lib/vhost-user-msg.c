@@ -6,16 +6,10 @@
 #include "vhost-user-msg.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-/* How long a reply may wait for room in the socket buffer.  Replies are
- * small and the frontend is waiting for them, so this only expires when
- * the frontend is stuck; then the connection is dropped. */
-#define VHOST_USER_SEND_TIMEOUT_MS 1000
 
 void
 vhost_user_msg_reader_init(struct vhost_user_msg_reader *r)
@@ -162,74 +156,62 @@ vhost_user_msg_release(struct vhost_user_msg_reader *r)
     return closed;
 }
 
-/* Sends a message with header 'hdr', 'hdr->size' bytes of 'payload' and
- * 'n_fds' fds from 'fds' on socket 'fd'.  Waits for room at most
- * VHOST_USER_SEND_TIMEOUT_MS.  Returns 0 or a positive errno value. */
+/* Sends the message with header 'hdr', 'hdr->size' bytes of 'payload' and
+ * 'n_fds' fds from 'fds' on non-blocking socket 'fd', starting at byte
+ * '*sentp' of the message (0 for a new message: the fds go with the first
+ * byte), and adds what was sent to '*sentp'.
+ *
+ * Returns 0 once the whole message is sent; EAGAIN if the socket is full
+ * (call again with the same arguments when it is writable); or another
+ * positive errno value. */
 int
 vhost_user_msg_send(int fd, const struct vhost_user_hdr *hdr,
-                    const void *payload, const int *fds, size_t n_fds)
+                    const void *payload, const int *fds, size_t n_fds,
+                    size_t *sentp)
 {
     union {
         char buf[CMSG_SPACE(VHOST_USER_MAX_FDS * sizeof(int))];
         struct cmsghdr align;
     } control;
-    struct iovec iov[2] = {
-        { .iov_base = (void *) hdr, .iov_len = VHOST_USER_HDR_SIZE },
-        { .iov_base = (void *) payload, .iov_len = hdr->size },
-    };
-    struct msghdr mh = {
-        .msg_iov = iov,
-        .msg_iovlen = hdr->size ? 2 : 1,
-    };
     size_t total = VHOST_USER_HDR_SIZE + hdr->size;
-    size_t sent = 0;
 
-    if (n_fds > VHOST_USER_MAX_FDS) {
+    if (n_fds > VHOST_USER_MAX_FDS || hdr->size > VHOST_USER_MAX_PAYLOAD) {
         return EINVAL;
     }
-    if (n_fds) {
-        memset(&control, 0, sizeof control);
-        mh.msg_control = control.buf;
-        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-    }
+    while (*sentp < total) {
+        size_t sent = *sentp;
+        struct iovec iov[2];
+        struct msghdr mh = { .msg_iov = iov };
 
-    long long int deadline_left = VHOST_USER_SEND_TIMEOUT_MS;
-    while (sent < total) {
+        if (sent < VHOST_USER_HDR_SIZE) {
+            iov[mh.msg_iovlen].iov_base = (char *) hdr + sent;
+            iov[mh.msg_iovlen++].iov_len = VHOST_USER_HDR_SIZE - sent;
+            sent = VHOST_USER_HDR_SIZE;
+        }
+        if (hdr->size) {
+            iov[mh.msg_iovlen].iov_base
+                = (char *) payload + (sent - VHOST_USER_HDR_SIZE);
+            iov[mh.msg_iovlen++].iov_len = total - sent;
+        }
+        if (!*sentp && n_fds) {
+            memset(&control, 0, sizeof control);
+            mh.msg_control = control.buf;
+            mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+            memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+        }
+
         ssize_t n = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
             }
-            if ((errno == EAGAIN || errno == EWOULDBLOCK)
-                && deadline_left > 0) {
-                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-                poll(&pfd, 1, 100);
-                deadline_left -= 100;
-                continue;
-            }
-            return errno == EAGAIN ? ETIMEDOUT : errno;
+            return errno == EWOULDBLOCK ? EAGAIN : errno;
         }
-        sent += n;
-
-        /* Skip what was sent; fds went with the first byte. */
-        mh.msg_control = NULL;
-        mh.msg_controllen = 0;
-        while (n > 0 && mh.msg_iovlen) {
-            if ((size_t) n >= mh.msg_iov->iov_len) {
-                n -= mh.msg_iov->iov_len;
-                mh.msg_iov++;
-                mh.msg_iovlen--;
-            } else {
-                mh.msg_iov->iov_base = (char *) mh.msg_iov->iov_base + n;
-                mh.msg_iov->iov_len -= n;
-                n = 0;
-            }
-        }
+        *sentp += n;
     }
     return 0;
 }

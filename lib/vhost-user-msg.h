@@ -11,9 +11,9 @@
  * vhost_user_msg_release(), which closes every fd the handler did not take
  * (handlers take an fd by setting its slot to -1).
  *
- * Replies are written with vhost_user_msg_send(), which blocks only as long
- * as a reply of at most a few hundred bytes takes to enter the socket
- * buffer (it polls with a short timeout, never forever).
+ * Messages are written with vhost_user_msg_send(), which never blocks: it
+ * sends what the socket takes and reports how far it got, so that a
+ * frontend that does not read its replies stalls only its own connection.
  *
  * Trust model
  * ===========
@@ -214,7 +214,8 @@ enum vhost_user_read_status vhost_user_msg_read(
 size_t vhost_user_msg_release(struct vhost_user_msg_reader *);
 
 int vhost_user_msg_send(int fd, const struct vhost_user_hdr *,
-                        const void *payload, const int *fds, size_t n_fds);
+                        const void *payload, const int *fds, size_t n_fds,
+                        size_t *sentp);
 int vhost_user_msg_take_fd(struct vhost_user_msg *, size_t i);
 
 const char *vhost_user_request_to_string(uint32_t request);

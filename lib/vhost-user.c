@@ -24,24 +24,24 @@
 #include "virtio.h"
 #include "virtq.h"
 
-/* A reply under construction. */
-struct vhost_user_reply {
-    uint32_t size;
-    union {
-        uint64_t u64;
-        struct vhost_user_vring_state state;
-    } payload;
-};
-
 typedef int vhost_user_handler(struct vhost_dev *, struct vhost_user_msg *,
                                struct vhost_user_reply *);
+
+/* How a request is answered. */
+enum vhost_user_reply_kind {
+    VHOST_USER_NO_REPLY,        /* Only an ack, if the frontend asks. */
+    VHOST_USER_REPLY_DATA,      /* A reply carrying data (the GET_*s). */
+    VHOST_USER_REPLY_EMPTY,     /* A reply without payload on success,
+                                 * which QEMU waits for (SET_LOG_BASE); an
+                                 * ack, if asked, on failure. */
+};
 
 /* One row of the dispatch table. */
 struct vhost_user_req_def {
     vhost_user_handler *handler;    /* NULL: not implemented. */
     uint16_t min_size, max_size;    /* Payload bytes accepted. */
     uint8_t min_fds, max_fds;       /* Attached fds accepted. */
-    bool has_reply;                 /* The request has a reply of its own. */
+    enum vhost_user_reply_kind reply;
     int8_t protocol_feature;        /* Needed protocol feature, or -1. */
 };
 
@@ -81,7 +81,7 @@ vhost_user_get_vq__(struct vhost_dev *dev, const struct vhost_user_msg *msg,
 static void
 vhost_user_reply_u64__(struct vhost_user_reply *reply, uint64_t value)
 {
-    reply->size = sizeof reply->payload.u64;
+    reply->hdr.size = sizeof reply->payload.u64;
     reply->payload.u64 = value;
 }
 
@@ -299,7 +299,7 @@ vhost_user_set_log_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    reason);
     }
     vhost_dev_set_log(dev, map, map_len, base, size);
-    reply->size = 0;
+    reply->hdr.size = 0;
     return 0;
 }
 
@@ -434,7 +434,7 @@ vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
     }
     close_fd_quietly(vq->kick_fd);
     vq->kick_fd = -1;
-    reply->size = sizeof reply->payload.state;
+    reply->hdr.size = sizeof reply->payload.state;
     reply->payload.state.index = vq->index;
     reply->payload.state.num = virtq_get_base(vq);
     virtq_unlock(vq);
@@ -630,8 +630,9 @@ vhost_user_get_status(struct vhost_dev *dev, struct vhost_user_msg *msg,
 #define STATE SIZE(sizeof(struct vhost_user_vring_state), \
                    sizeof(struct vhost_user_vring_state))
 #define EXACT(TYPE) SIZE(sizeof(TYPE), sizeof(TYPE))
-#define REPLY true
-#define NO_REPLY false
+#define REPLY VHOST_USER_REPLY_DATA
+#define NO_REPLY VHOST_USER_NO_REPLY
+#define EMPTY_REPLY VHOST_USER_REPLY_EMPTY
 #define PF(NAME) VHOST_USER_PROTOCOL_F_##NAME
 #define NO_PF -1
 static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = {
@@ -694,7 +695,7 @@ static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = 
 
     /* Kept for later work: the dirty log and the backend channel. */
     REQ(SET_LOG_BASE, vhost_user_set_log_base, EXACT(struct vhost_user_log),
-        FDS(1, 1), REPLY, PF(LOG_SHMFD)),
+        FDS(1, 1), EMPTY_REPLY, PF(LOG_SHMFD)),
     REQ(SET_LOG_FD, vhost_user_set_log_fd, NONE, FDS(1, 1), NO_REPLY,
         PF(LOG_SHMFD)),
     REQ(SET_BACKEND_REQ_FD, vhost_user_set_backend_req_fd, NONE, FDS(1, 1),
@@ -709,6 +710,7 @@ static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = 
 #undef EXACT
 #undef REPLY
 #undef NO_REPLY
+#undef EMPTY_REPLY
 #undef PF
 #undef NO_PF
 
@@ -739,34 +741,15 @@ vhost_user_check__(struct vhost_dev *dev, const struct vhost_user_msg *msg,
     return 0;
 }
 
-static bool
-vhost_user_send_reply__(struct vhost_dev *dev, int sock,
-                        const struct vhost_user_msg *msg,
-                        const struct vhost_user_reply *reply)
-{
-    struct vhost_user_hdr hdr = {
-        .request = msg->hdr.request,
-        .flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK,
-        .size = reply->size,
-    };
-    int error = vhost_user_msg_send(sock, &hdr, &reply->payload, NULL, 0);
-
-    if (error) {
-        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: sending %s reply failed "
-                         "(%s)", dev->name,
-                         vhost_user_request_to_string(msg->hdr.request),
-                         strerror(error));
-    }
-    return !error;
-}
-
-/* Handles 'msg', received on 'sock' for 'dev': checks it against the
- * dispatch table, runs its handler, replies, and updates readiness.
- * Returns whether the connection may go on.  Fds in 'msg' that the handler
- * did not take are left for the caller to close. */
+/* Handles 'msg', received for 'dev': checks it against the dispatch
+ * table, runs its handler and updates readiness.  Returns
+ * VHOST_USER_REPLY with '*reply' filled in when the frontend is owed a
+ * reply or acknowledgement, VHOST_USER_CONTINUE when it is not, and
+ * VHOST_USER_DISCONNECT when the connection must end.  Fds in 'msg' that
+ * the handler did not take are left for the caller to close. */
 enum vhost_user_verdict
-vhost_user_dispatch(struct vhost_dev *dev, int sock,
-                    struct vhost_user_msg *msg)
+vhost_user_dispatch(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                    struct vhost_user_reply *reply)
 {
     uint32_t request = msg->hdr.request;
     const struct vhost_user_req_def *def
@@ -776,8 +759,11 @@ vhost_user_dispatch(struct vhost_dev *dev, int sock,
     bool want_ack = (msg->hdr.flags & VHOST_USER_NEED_REPLY_MASK)
                     && vhost_dev_has_protocol_feature(
                            dev, VHOST_USER_PROTOCOL_F_REPLY_ACK);
-    struct vhost_user_reply reply = { .size = 0 };
     int error;
+
+    memset(reply, 0, sizeof *reply);
+    reply->hdr.request = request;
+    reply->hdr.flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK;
 
     dev->counters.msgs++;
     VLOG_DBG("%s: received %s (%"PRIu32"), %"PRIu32" bytes, %zu fds",
@@ -796,25 +782,23 @@ vhost_user_dispatch(struct vhost_dev *dev, int sock,
                          "(%"PRIu32") ignored", dev->name,
                          vhost_user_request_to_string(request), request);
         if (want_ack) {
-            vhost_user_reply_u64__(&reply, ENOSYS);
-            return vhost_user_send_reply__(dev, sock, msg, &reply)
-                   ? VHOST_USER_CONTINUE : VHOST_USER_DISCONNECT;
+            vhost_user_reply_u64__(reply, ENOSYS);
+            return VHOST_USER_REPLY;
         }
         return VHOST_USER_CONTINUE;
     }
 
     error = vhost_user_check__(dev, msg, def);
     if (!error) {
-        error = def->handler(dev, msg, &reply);
+        error = def->handler(dev, msg, reply);
     }
     vhost_dev_update_ready(dev);
 
     if (error) {
         dev->counters.msgs_rejected++;
-        if (want_ack && !def->has_reply) {
-            vhost_user_reply_u64__(&reply, error);
-            return vhost_user_send_reply__(dev, sock, msg, &reply)
-                   ? VHOST_USER_CONTINUE : VHOST_USER_DISCONNECT;
+        if (want_ack && def->reply != VHOST_USER_REPLY_DATA) {
+            vhost_user_reply_u64__(reply, error);
+            return VHOST_USER_REPLY;
         }
         /* The frontend cannot learn of the failure any other way, and its
          * idea of the device would differ from ours. */
@@ -824,13 +808,12 @@ vhost_user_dispatch(struct vhost_dev *dev, int sock,
         return VHOST_USER_DISCONNECT;
     }
 
-    if (def->has_reply || want_ack) {
-        if (!def->has_reply) {
-            vhost_user_reply_u64__(&reply, 0);
-        }
-        if (!vhost_user_send_reply__(dev, sock, msg, &reply)) {
-            return VHOST_USER_DISCONNECT;
-        }
+    if (def->reply != VHOST_USER_NO_REPLY) {
+        return VHOST_USER_REPLY;
+    }
+    if (want_ack) {
+        vhost_user_reply_u64__(reply, 0);
+        return VHOST_USER_REPLY;
     }
     return VHOST_USER_CONTINUE;
 }

@@ -6,9 +6,10 @@
  * =====
  *
  * vhost-port.c reads a whole message and hands it to vhost_user_dispatch(),
- * which checks it against the table, runs the handler, sends the reply or
- * acknowledgement, and tells the caller whether the connection may go on.
- * The caller then releases the message, closing every fd no handler took.
+ * which checks it against the table, runs the handler, builds the reply or
+ * acknowledgement, and tells the caller whether to send it and whether the
+ * connection may go on.  The caller then releases the message, closing
+ * every fd no handler took, and sends the reply without blocking.
  *
  * Thread-safety
  * =============
@@ -29,17 +30,28 @@
 #define OVS_VHOST_VHOST_USER_H 1
 
 #include <stdbool.h>
+#include "vhost-user-msg.h"
 
 struct vhost_dev;
-struct vhost_user_msg;
+
+/* A reply from the back-end: a header and at most a vring state. */
+struct vhost_user_reply {
+    struct vhost_user_hdr hdr;
+    union {
+        uint64_t u64;
+        struct vhost_user_vring_state state;
+    } payload;
+};
 
 /* What the connection should do after a message. */
 enum vhost_user_verdict {
     VHOST_USER_CONTINUE,        /* Keep reading. */
+    VHOST_USER_REPLY,           /* Send the reply, then keep reading. */
     VHOST_USER_DISCONNECT,      /* Close this frontend's connection. */
 };
 
-enum vhost_user_verdict vhost_user_dispatch(struct vhost_dev *, int sock,
-                                            struct vhost_user_msg *);
+enum vhost_user_verdict vhost_user_dispatch(struct vhost_dev *,
+                                            struct vhost_user_msg *,
+                                            struct vhost_user_reply *);
 
 #endif /* vhost-user.h */

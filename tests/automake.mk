@@ -10,10 +10,12 @@ TESTSUITE_AT = \
 	tests/guest-mem.at \
 	tests/vhost-user.at \
 	tests/engine.at \
-	tests/testpmd.at
+	tests/testpmd.at \
+	tests/configure.at
 
 TESTSUITE = $(srcdir)/tests/testsuite
 AUTOTEST_PATH = utilities:tests
+AUTOM4TE = autom4te
 AUTOTEST = $(AUTOM4TE) -l autotest
 
 EXTRA_DIST += \

@@ -1,0 +1,26 @@
+#! /bin/sh
+# Installs what building and testing ovs-vhost needs on Debian 12, as root.
+# Safe to run again: packages already there are skipped by apt-get.
+set -e
+
+pkgs="autoconf automake libtool pkg-config make gcc clang
+      libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3"
+
+missing=
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' \
+    || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps.sh: need root to install:$missing" >&2
+  exit 1
+fi
+echo "install-deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
