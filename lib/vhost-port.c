@@ -49,6 +49,7 @@ struct vhost_port {
     /* Client mode. */
     struct vhost_engine_timer reconnect_timer;
     unsigned int backoff_ms;            /* Next delay after a failure. */
+    struct vhost_ratelimit connect_rl;  /* Failed attempts: 2 a minute. */
 
     /* The connection to the frontend, if any. */
     int conn_fd;
@@ -132,12 +133,13 @@ vhost_port_try_connect__(struct vhost_port *port)
         return;
     }
 
-    /* The frontend not being there yet is normal: log it at a limited
-     * rate. */
+    /* The frontend not being there yet is normal: say so now and then,
+     * with a limiter of its own so that it cannot crowd out the device's
+     * warnings. */
     port->dev.counters.connect_failures++;
-    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_INFO, "%s: connecting to %s "
-                     "failed (%s); retrying in %u ms", port->name, port->path,
-                     strerror(error), port->backoff_ms);
+    vhost_log_rl(&port->connect_rl, VHOST_LOG_INFO, "%s: connecting to %s "
+                 "failed (%s); retrying in %u ms", port->name, port->path,
+                 strerror(error), port->backoff_ms);
     vhost_engine_timer_arm(port->engine, &port->reconnect_timer,
                            port->backoff_ms);
     port->backoff_ms = MIN(port->backoff_ms * 2, port->reconnect_max_ms);
@@ -373,6 +375,7 @@ vhost_port_create(struct vhost_engine *engine,
     port->reconnect_max_ms = MAX(opts->reconnect_max_ms,
                                  port->reconnect_min_ms);
     port->backoff_ms = port->reconnect_min_ms;
+    port->connect_rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(2, 1);
     port->listen_fd = -1;
     port->conn_fd = -1;
     port->listen_watch.fd = port->conn_watch.fd = -1;
