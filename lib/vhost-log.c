@@ -61,7 +61,7 @@ vhost_log_enabled(enum vhost_log_level level)
     return level <= log_max_level;
 }
 
-static void
+static void OVS_PRINTF_FORMAT(3, 0)
 vhost_log_valist__(enum vhost_log_level level, unsigned int dropped,
                    const char *format, va_list args)
 {

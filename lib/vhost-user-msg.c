@@ -175,7 +175,8 @@ vhost_user_msg_send(int fd, const struct vhost_user_hdr *hdr,
     } control;
     size_t total = VHOST_USER_HDR_SIZE + hdr->size;
 
-    if (n_fds > VHOST_USER_MAX_FDS || hdr->size > VHOST_USER_MAX_PAYLOAD) {
+    if (n_fds > VHOST_USER_MAX_FDS || hdr->size > VHOST_USER_MAX_PAYLOAD
+        || (hdr->size && !payload)) {
         return EINVAL;
     }
     while (*sentp < total) {

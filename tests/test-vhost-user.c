@@ -481,7 +481,7 @@ test_send_roundtrip(void)
     tu_log("sending to a closed peer fails without SIGPIPE");
     close(sv[1]);
     sent = 0;
-    TU_CHECK(vhost_user_msg_send(sv[0], &hdr, NULL, NULL, 0, &sent) != 0);
+    TU_CHECK(vhost_user_msg_send(sv[0], &hdr, &state, NULL, 0, &sent) != 0);
     close(sv[0]);
 
     TU_CHECK_EQ(tu_count_fds(), baseline - 2);
