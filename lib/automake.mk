@@ -8,8 +8,13 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/guest-mem.c \
 	lib/guest-mem.h \
 	lib/util.h \
+	lib/vhost-cold.c \
+	lib/vhost-cold.h \
+	lib/vhost-datapath.c \
 	lib/vhost-dev.c \
 	lib/vhost-dev.h \
+	lib/vhost-dirty-log.c \
+	lib/vhost-dirty-log.h \
 	lib/vhost-engine.c \
 	lib/vhost-engine.h \
 	lib/vhost-features.c \
@@ -23,8 +28,12 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/vhost-user-msg.h \
 	lib/vhost-user.c \
 	lib/vhost-user.h \
+	lib/virtio-net-hdr.h \
+	lib/virtio-ring.h \
 	lib/virtio.h \
 	lib/virtq.c \
+	lib/virtq-split.c \
+	lib/virtq-split.h \
 	lib/virtq.h
 
 lib_LTLIBRARIES += lib/libovs-vhost.la

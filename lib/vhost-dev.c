@@ -61,14 +61,29 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
             return NULL;
         }
         virtq_init(vq, index);
-        dev->vqs[index] = vq;
+        virtq_configure(vq, dev->features);
+        /* Published for the data path, which reads 'vqs' without a lock. */
+        __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
     }
-    dev->vqs[index]->packed = vhost_dev_has_feature(dev,
-                                                    VIRTIO_F_RING_PACKED);
     if (index >= dev->n_vqs) {
         dev->n_vqs = index + 1;
     }
     return dev->vqs[index];
+}
+
+/* Sets 'dev''s negotiated features to 'features' and reconfigures every
+ * queue's data path for them, under the queues' access locks. */
+void
+vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
+{
+    vhost_dev_lock_queues(dev);
+    dev->features = features;
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            virtq_configure(dev->vqs[i], features);
+        }
+    }
+    vhost_dev_unlock_queues(dev);
 }
 
 /* Takes every allocated queue's access lock, in index order (the only lock
@@ -283,6 +298,7 @@ vhost_dev_reset(struct vhost_dev *dev)
     vhost_dev_unlock_queues(dev);
     dev->n_vqs = 0;
 
+    vhost_dev_set_features(dev, 0);
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
     close_fd_quietly(dev->log_call_fd);
@@ -290,7 +306,6 @@ vhost_dev_reset(struct vhost_dev *dev)
     close_fd_quietly(dev->backend_req_fd);
     dev->backend_req_fd = -1;
 
-    dev->features = 0;
     dev->protocol_features = 0;
     dev->owned = false;
     dev->mtu = 0;

@@ -99,6 +99,7 @@ bool vhost_dev_has_protocol_feature(const struct vhost_dev *,
                                     unsigned int bit);
 
 struct virtq *vhost_dev_get_vq(struct vhost_dev *, uint32_t index);
+void vhost_dev_set_features(struct vhost_dev *, uint64_t features);
 void vhost_dev_set_mem(struct vhost_dev *, struct guest_mem *);
 void vhost_dev_lock_queues(struct vhost_dev *);
 void vhost_dev_unlock_queues(struct vhost_dev *);

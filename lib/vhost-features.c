@@ -12,14 +12,33 @@
 #include "virtio.h"
 
 /* Returns the virtio features a port offers unless its embedder says
- * otherwise.  Only what the engine implements is offered. */
+ * otherwise: what the engine implements and every embedder can live with.
+ * Checksum and segmentation offloads (vhost_offload_features()) are left
+ * to embedders that handle partial checksums and large frames. */
 uint64_t
 vhost_default_features(void)
 {
     return FEATURE_BIT(VIRTIO_F_VERSION_1)
+           | FEATURE_BIT(VIRTIO_F_ANY_LAYOUT)
            | FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)
            | FEATURE_BIT(VIRTIO_NET_F_MQ)
+           | FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC)
+           | FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX)
+           | FEATURE_BIT(VHOST_F_LOG_ALL)
            | FEATURE_BIT(VHOST_USER_F_PROTOCOL_FEATURES);
+}
+
+/* Returns the checksum and segmentation offload features the engine can
+ * carry in struct vhost_offload. */
+uint64_t
+vhost_offload_features(void)
+{
+    return FEATURE_BIT(VIRTIO_NET_F_CSUM)
+           | FEATURE_BIT(VIRTIO_NET_F_GUEST_CSUM)
+           | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO4)
+           | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO6)
+           | FEATURE_BIT(VIRTIO_NET_F_GUEST_TSO4)
+           | FEATURE_BIT(VIRTIO_NET_F_GUEST_TSO6);
 }
 
 /* Returns the vhost-user protocol features the engine implements. */

@@ -76,6 +76,12 @@ vhost_port_from_node(struct ovs_list *node)
     return CONTAINER_OF(node, struct vhost_port, node);
 }
 
+struct vhost_dev *
+vhost_port_dev(struct vhost_port *port)
+{
+    return &port->dev;
+}
+
 /* Initialises 'opts' with defaults: server mode, the default features and
  * every supported protocol feature, one queue pair, reconnect after 100 ms
  * backing off to 2 s. */

@@ -12,8 +12,10 @@
 
 #include "util.h"
 
+struct vhost_dev;
 struct vhost_port;
 
 struct vhost_port *vhost_port_from_node(struct ovs_list *);
+struct vhost_dev *vhost_port_dev(struct vhost_port *);
 
 #endif /* vhost-port.h */

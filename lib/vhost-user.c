@@ -112,14 +112,9 @@ vhost_user_set_features(struct vhost_dev *dev, struct vhost_user_msg *msg,
     }
 
     /* Negotiated again during migration (to add VHOST_F_LOG_ALL), so this
-     * may arrive while queues run: only the ring layout is derived. */
-    dev->features = features;
-    for (unsigned int i = 0; i < dev->n_vqs; i++) {
-        if (dev->vqs[i]) {
-            dev->vqs[i]->packed = vhost_dev_has_feature(dev,
-                                                        VIRTIO_F_RING_PACKED);
-        }
-    }
+     * may arrive while queues run: the queues switch burst functions under
+     * their access locks. */
+    vhost_dev_set_features(dev, features);
     VLOG_DBG("%s: negotiated features %#"PRIx64, dev->name, features);
     return 0;
 }

@@ -10,6 +10,8 @@
 #include "guest-mem.h"
 #include "util.h"
 #include "virtio.h"
+#include "virtio-net-hdr.h"
+#include "virtq-split.h"
 
 void
 virtq_init(struct virtq *vq, unsigned int index)
@@ -18,6 +20,26 @@ virtq_init(struct virtq *vq, unsigned int index)
     atomic_init(&vq->locked, false);
     vq->index = index;
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
+    virtq_configure(vq, 0);
+}
+
+/* Chooses 'vq''s burst functions and header layout for 'features'.  The
+ * caller holds the access lock (or 'vq' is not visible to the data path
+ * yet). */
+void
+virtq_configure(struct virtq *vq, uint64_t features)
+{
+    bool mrg = features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF);
+    bool v1 = features & FEATURE_BIT(VIRTIO_F_VERSION_1);
+
+    vq->packed = features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
+    vq->indirect = features & FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC);
+    vq->log_all = features & FEATURE_BIT(VHOST_F_LOG_ALL);
+    /* VIRTIO 1.2 §5.1.6.1: the header has num_buffers with VERSION_1 or
+     * MRG_RXBUF, and is 10 bytes otherwise (legacy). */
+    vq->hdr_len = mrg || v1 ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
+    virtq_split_select(vq, mrg,
+                       features & FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX));
 }
 
 /* Closes 'vq''s fds and returns it to its initial state.  The caller holds
@@ -31,7 +53,10 @@ virtq_reset(struct virtq *vq)
 
     unsigned int index = vq->index;
     bool locked = atomic_load_explicit(&vq->locked, memory_order_relaxed);
+    struct vhost_queue_stats stats = vq->stats;
     virtq_init(vq, index);
+    vq->stats = stats;
+    vq->stats.broken = false;
     atomic_store_explicit(&vq->locked, locked, memory_order_relaxed);
 }
 

@@ -40,9 +40,27 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "ovs-vhost/vhost.h"
 #include "util.h"
 
 struct guest_mem;
+struct vhost_dirty_log;
+struct virtq;
+
+/* What a burst needs besides the queue: the memory table and, while
+ * migration runs, the dirty log.  Handed in by the caller, which holds the
+ * queue's access lock, so that a new table never reaches into queues. */
+struct virtq_ctx {
+    const struct guest_mem *mem;
+    struct vhost_dirty_log *log;    /* NULL unless logging. */
+};
+
+typedef unsigned int virtq_dequeue_fn(struct virtq *, struct virtq_ctx *,
+                                      struct vhost_pkt *, unsigned int n,
+                                      const struct vhost_pkt_alloc *);
+typedef unsigned int virtq_enqueue_fn(struct virtq *, struct virtq_ctx *,
+                                      const struct vhost_pkt *,
+                                      unsigned int n);
 
 struct virtq {
     /* Held by the data path around a burst, and by the control plane
@@ -84,6 +102,20 @@ struct virtq {
     /* Both sides: true once the queue may be used by the data path.  Set
      * and cleared by the control plane with the lock held. */
     bool ready;
+
+    /* Data path configuration, chosen once from the negotiated features by
+     * virtq_configure() (control plane, under the lock): the burst
+     * functions specialised for this combination, so that no feature bit
+     * is tested per descriptor. */
+    virtq_dequeue_fn *dequeue;
+    virtq_enqueue_fn *enqueue;
+    uint16_t hdr_len;               /* virtio-net header: 10 or 12. */
+    bool indirect;                  /* VIRTIO_RING_F_INDIRECT_DESC. */
+    bool log_all;                   /* VHOST_F_LOG_ALL. */
+
+    /* Data path state, under the lock. */
+    bool broken;                    /* Guest error: no more bursts. */
+    struct vhost_queue_stats stats;
 };
 
 void virtq_init(struct virtq *, unsigned int index);
@@ -92,6 +124,7 @@ bool virtq_map(struct virtq *, const struct guest_mem *);
 void virtq_unmap(struct virtq *);
 bool virtq_can_run(const struct virtq *);
 void virtq_set_base(struct virtq *, uint32_t base);
+void virtq_configure(struct virtq *, uint64_t features);
 uint32_t virtq_get_base(const struct virtq *);
 
 /* Acquires 'vq''s access lock, spinning.  For the control plane. */

@@ -167,6 +167,7 @@ struct vhost_port_options {
 };
 
 uint64_t vhost_default_features(void);
+uint64_t vhost_offload_features(void);
 uint64_t vhost_supported_protocol_features(void);
 void vhost_port_options_init(struct vhost_port_options *);
 
@@ -230,6 +231,116 @@ struct vhost_queue_info {
 
 int vhost_port_get_queue_info(struct vhost_port *, unsigned int qid,
                               struct vhost_queue_info *);
+
+/* Data path
+ * =========
+ *
+ * Packets move in bursts between a queue pair's guest rings and the
+ * embedder's buffers, with one copy and no bounce buffer: dequeue copies
+ * from the guest's TX ring (vring 2 * qp + 1) straight into the embedder's
+ * buffers; enqueue copies the embedder's packets straight into the guest's
+ * RX ring (vring 2 * qp).
+ *
+ * Call them from the embedder's polling threads, any number of them, but
+ * one thread at a time per vring (a vring's access lock makes a second
+ * caller, or a control-plane change in progress, return 0 at once).  They
+ * return 0 when the queue is not ready.
+ *
+ * The virtio-net header is parsed into, or built from, 'struct
+ * vhost_offload'; the embedder never sees it. */
+
+/* Offload metadata (the virtio-net header, VIRTIO 1.2 §5.1.6). */
+#define VHOST_OL_NEEDS_CSUM 1   /* Checksum from csum_start is to be done. */
+#define VHOST_OL_DATA_VALID 2   /* Checksum already verified. */
+
+#define VHOST_GSO_NONE 0
+#define VHOST_GSO_TCPV4 1
+#define VHOST_GSO_UDP 3
+#define VHOST_GSO_TCPV6 4
+#define VHOST_GSO_ECN 0x80
+
+struct vhost_offload {
+    uint8_t flags;              /* VHOST_OL_*. */
+    uint8_t gso_type;           /* VHOST_GSO_*. */
+    uint16_t hdr_len;           /* Length of the headers to replicate. */
+    uint16_t gso_size;          /* Segment payload size. */
+    uint16_t csum_start;        /* Checksum from here to the end... */
+    uint16_t csum_offset;       /* ...stored at csum_start + csum_offset. */
+};
+
+/* One packet buffer of the embedder's. */
+struct vhost_pkt {
+    uint8_t *data;              /* First byte of the packet. */
+    uint32_t len;               /* Bytes of packet at 'data'. */
+    uint32_t size;              /* Bytes that fit at 'data' (dequeue). */
+    struct vhost_offload ol;
+    void *handle;               /* The embedder's (mbuf, dp_packet, ...). */
+};
+
+/* Buffers on dequeue.  The caller may pre-fill 'pkts' with buffers (data,
+ * size, handle); the engine keeps one that is big enough, frees one that is
+ * too small with 'free', and gets a new one with 'alloc'.  On return
+ * pkts[0..ret) hold packets, and every entry whose 'data' is not NULL holds
+ * a buffer that is the caller's again, packet or not.
+ *
+ * How dequeue gets buffers.  'alloc' fills in 'pkt->data', 'pkt->size' and
+ * 'pkt->handle' for a buffer with room for at least 'len' bytes of packet
+ * after whatever headroom the embedder keeps, or returns false if it has
+ * none (the packet then stays in the guest's ring for the next call). */
+struct vhost_pkt_alloc {
+    bool (*alloc)(void *aux, struct vhost_pkt *pkt, uint32_t len);
+    void (*free)(void *aux, struct vhost_pkt *pkt);
+    void *aux;
+};
+
+#define VHOST_MAX_BURST 64      /* Most packets handled per call. */
+
+unsigned int vhost_dequeue_burst(struct vhost_port *, unsigned int qp,
+                                 struct vhost_pkt *pkts, unsigned int n,
+                                 const struct vhost_pkt_alloc *);
+unsigned int vhost_enqueue_burst(struct vhost_port *, unsigned int qp,
+                                 const struct vhost_pkt *pkts,
+                                 unsigned int n);
+
+/* Why a descriptor chain was dropped or a queue marked broken. */
+enum vhost_drop_reason {
+    VHOST_DROP_BAD_INDEX,       /* Head or next index >= queue size. */
+    VHOST_DROP_LOOP,            /* Chain longer than the queue size. */
+    VHOST_DROP_AVAIL_IDX,       /* Avail idx more than size ahead. */
+    VHOST_DROP_BAD_ADDR,        /* Buffer outside guest memory, or wraps. */
+    VHOST_DROP_BAD_DIRECTION,   /* Writable on TX, read-only on RX. */
+    VHOST_DROP_BAD_INDIRECT,    /* Bad or nested indirect table. */
+    VHOST_DROP_SHORT_HDR,       /* Chain shorter than the net header. */
+    VHOST_DROP_BAD_CSUM,        /* csum_start/offset beyond the packet. */
+    VHOST_DROP_TOO_BIG,         /* Larger than the embedder can take. */
+    VHOST_DROP_NO_BUFS,         /* Guest RX ring full (enqueue). */
+    VHOST_N_DROP_REASONS
+};
+
+const char *vhost_drop_reason_to_string(enum vhost_drop_reason);
+
+/* Per-vring statistics, the set DPDK's vhost PMD exposes plus ours. */
+struct vhost_queue_stats {
+    uint64_t packets;           /* good_packets */
+    uint64_t bytes;             /* good_bytes */
+    uint64_t multicast;
+    uint64_t broadcast;
+    uint64_t undersize;         /* Under 64 bytes. */
+    uint64_t size_64;
+    uint64_t size_65_127;
+    uint64_t size_128_255;
+    uint64_t size_256_511;
+    uint64_t size_512_1023;
+    uint64_t size_1024_1518;
+    uint64_t size_1519_max;
+    uint64_t guest_notifications;   /* Call eventfd written. */
+    uint64_t notifications_suppressed; /* Not needed by the guest. */
+    uint64_t drops[VHOST_N_DROP_REASONS];
+    bool broken;                /* Queue stopped after a guest error. */
+};
+
+int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,
+                               struct vhost_queue_stats *);
 
 /* Writes a text description of 'features' (virtio feature names separated
  * by spaces) into 'buf' of 'size' bytes.  Returns 'buf'. */

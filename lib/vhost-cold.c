@@ -1,0 +1,105 @@
+/*
+ * Cold paths of the data path: see vhost-cold.h.
+ */
+
+#include <config.h>
+#include "vhost-cold.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include "guest-mem.h"
+#include "virtq-split.h"
+
+/* Adds the guest buffer [gpa, gpa + len) to 'segs' as one segment per
+ * region it touches.  Returns false if part of it is in no region (a gap,
+ * or past the end of memory) or 'segs' is full. */
+bool
+vhost_cold_add_segs(const struct guest_mem *mem, uint64_t gpa, uint32_t len,
+                    struct virtq_segs *segs)
+{
+    while (len) {
+        uint64_t piece = len;
+        uint8_t *hva = guest_mem_gpa_to_hva(mem, gpa, &piece);
+
+        if (!hva || segs->n >= VIRTQ_MAX_SEGS) {
+            return false;
+        }
+        segs->segs[segs->n++] = (struct virtq_seg) {
+            .hva = hva, .gpa = gpa, .len = piece,
+        };
+        gpa += piece;
+        len -= piece;
+    }
+    return true;
+}
+
+/* Returns a malloc()ed copy of the indirect table of 'len' bytes at 'gpa',
+ * which crosses regions, or NULL if part of it is in none.  The caller
+ * frees it. */
+void *
+vhost_cold_copy_indirect(const struct guest_mem *mem, uint64_t gpa,
+                         uint32_t len)
+{
+    uint8_t *copy = malloc(len);
+    uint32_t done = 0;
+
+    while (copy && done < len) {
+        uint64_t piece = len - done;
+        const uint8_t *hva = guest_mem_gpa_to_hva(mem, gpa + done, &piece);
+
+        if (!hva) {
+            free(copy);
+            return NULL;
+        }
+        memcpy(copy + done, hva, piece);
+        done += piece;
+    }
+    return copy;
+}
+
+/* Copies up to 'len' bytes from 'segs', starting at segment '*segp' offset
+ * '*offp', into 'dst', and advances the position.  Returns the bytes
+ * copied, fewer than 'len' if the segments run out. */
+size_t
+vhost_cold_gather(const struct virtq_segs *segs, unsigned int *segp,
+                  uint32_t *offp, void *dst, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len && *segp < segs->n) {
+        const struct virtq_seg *s = &segs->segs[*segp];
+        size_t n = MIN(len - done, (size_t) (s->len - *offp));
+
+        memcpy((uint8_t *) dst + done, s->hva + *offp, n);
+        done += n;
+        *offp += n;
+        if (*offp == s->len) {
+            (*segp)++;
+            *offp = 0;
+        }
+    }
+    return done;
+}
+
+/* The reverse of vhost_cold_gather(): copies 'len' bytes from 'src' into
+ * 'segs'.  Returns the bytes copied. */
+size_t
+vhost_cold_scatter(const struct virtq_segs *segs, unsigned int *segp,
+                   uint32_t *offp, const void *src, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len && *segp < segs->n) {
+        const struct virtq_seg *s = &segs->segs[*segp];
+        size_t n = MIN(len - done, (size_t) (s->len - *offp));
+
+        memcpy(s->hva + *offp, (const uint8_t *) src + done, n);
+        done += n;
+        *offp += n;
+        if (*offp == s->len) {
+            (*segp)++;
+            *offp = 0;
+        }
+    }
+    return done;
+}

@@ -1,0 +1,147 @@
+/*
+ * The data path's public entry points (ovs-vhost/vhost.h, "Data path"):
+ * find the vring, take its access lock, hand the burst to the function the
+ * negotiated features chose, with the memory table and dirty log.
+ */
+
+#include <config.h>
+
+#include <string.h>
+#include "ovs-vhost/vhost.h"
+#include "vhost-dev.h"
+#include "vhost-dirty-log.h"
+#include "vhost-port.h"
+#include "virtq.h"
+
+/* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
+ * unlocks it.  Runs on polling threads: it never waits. */
+static inline struct virtq *
+vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
+{
+    struct vhost_dev *dev = vhost_port_dev(port);
+    struct virtq *vq;
+
+    if (OVS_UNLIKELY(vring >= VHOST_MAX_QUEUES)) {
+        return NULL;
+    }
+    vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
+    if (!vq || !virtq_trylock(vq)) {
+        return NULL;
+    }
+    if (OVS_UNLIKELY(!vq->ready)) {
+        virtq_unlock(vq);
+        return NULL;
+    }
+    return vq;
+}
+
+/* The memory table and, while migration logs dirty pages, the log.  Read
+ * under the queue's access lock: the control plane changes both only with
+ * every queue lock held. */
+static inline void
+vhost_datapath_ctx__(struct vhost_dev *dev, const struct virtq *vq,
+                     struct virtq_ctx *ctx, struct vhost_dirty_log *log)
+{
+    ctx->mem = dev->mem;
+    ctx->log = NULL;
+    if (OVS_UNLIKELY(vq->log_all && dev->log_base)) {
+        log->base = dev->log_base;
+        log->size = dev->log_size;
+        log->dirtied = false;
+        log->out_of_range = 0;
+        ctx->log = log;
+    }
+}
+
+static void OVS_COLD
+vhost_datapath_log_done__(struct vhost_dev *dev, struct vhost_dirty_log *log)
+{
+    if (log->dirtied && dev->log_call_fd >= 0) {
+        uint64_t one = 1;
+        if (write(dev->log_call_fd, &one, sizeof one) < 0) {
+            /* Counter saturated: QEMU is behind; it will read the log. */
+        }
+    }
+}
+
+unsigned int
+vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
+                    struct vhost_pkt *pkts, unsigned int n,
+                    const struct vhost_pkt_alloc *alloc)
+{
+    struct virtq *vq = vhost_datapath_get__(port, 2 * qp + 1);
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx;
+
+    if (!vq) {
+        return 0;
+    }
+    vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
+    unsigned int done = vq->dequeue(vq, &ctx, pkts, n, alloc);
+    if (OVS_UNLIKELY(ctx.log)) {
+        vhost_datapath_log_done__(vhost_port_dev(port), &log);
+    }
+    virtq_unlock(vq);
+    return done;
+}
+
+unsigned int
+vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
+                    const struct vhost_pkt *pkts, unsigned int n)
+{
+    struct virtq *vq = vhost_datapath_get__(port, 2 * qp);
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx;
+
+    if (!vq) {
+        return 0;
+    }
+    vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
+    unsigned int done = vq->enqueue(vq, &ctx, pkts, n);
+    if (OVS_UNLIKELY(ctx.log)) {
+        vhost_datapath_log_done__(vhost_port_dev(port), &log);
+    }
+    virtq_unlock(vq);
+    return done;
+}
+
+/* Stores vring 'vring''s statistics in '*stats'.  Returns 0, or EINVAL if
+ * there is no such vring.  Statistics last for the port's lifetime. */
+int
+vhost_port_get_queue_stats(struct vhost_port *port, unsigned int vring,
+                           struct vhost_queue_stats *stats)
+{
+    struct vhost_dev *dev = vhost_port_dev(port);
+    struct virtq *vq;
+
+    memset(stats, 0, sizeof *stats);
+    if (vring >= 2 * dev->max_queue_pairs) {
+        return EINVAL;
+    }
+    vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
+    if (vq) {
+        virtq_lock(vq);
+        *stats = vq->stats;
+        virtq_unlock(vq);
+    }
+    return 0;
+}
+
+const char *
+vhost_drop_reason_to_string(enum vhost_drop_reason reason)
+{
+    switch (reason) {
+    case VHOST_DROP_BAD_INDEX: return "descriptor index out of range";
+    case VHOST_DROP_LOOP: return "descriptor loop";
+    case VHOST_DROP_AVAIL_IDX: return "avail index too far ahead";
+    case VHOST_DROP_BAD_ADDR: return "buffer outside guest memory";
+    case VHOST_DROP_BAD_DIRECTION: return "wrong buffer direction";
+    case VHOST_DROP_BAD_INDIRECT: return "bad indirect table";
+    case VHOST_DROP_SHORT_HDR: return "chain shorter than the header";
+    case VHOST_DROP_BAD_CSUM: return "checksum offsets beyond the packet";
+    case VHOST_DROP_TOO_BIG: return "packet too big";
+    case VHOST_DROP_NO_BUFS: return "no guest buffers";
+    case VHOST_N_DROP_REASONS: break;
+    }
+    return "unknown";
+}

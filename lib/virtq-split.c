@@ -1,0 +1,677 @@
+/*
+ * Split virtqueue data path: see virtq-split.h.
+ *
+ * Layout of this file: chain walking (shared), the used ring and
+ * notifications (shared), dequeue, enqueue, and at the end the table of
+ * specialised burst functions.  The two burst bodies are static inline
+ * functions with constant arguments for the negotiated options; the thin
+ * wrappers at the end instantiate one copy per combination in use, so no
+ * feature bit is tested per descriptor.
+ */
+
+#include <config.h>
+#include "virtq-split.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include "guest-mem.h"
+#include "util.h"
+#include "vhost-cold.h"
+#include "vhost-dirty-log.h"
+#include "vhost-log.h"
+#include "virtio-net-hdr.h"
+#include "virtio-ring.h"
+#include "virtq.h"
+
+/* Shadow used ring: entries collected during a burst and written back to
+ * the guest's used ring at its end, with one update of used->idx. */
+#define VIRTQ_SHADOW_SIZE (VHOST_MAX_BURST * 4)
+BUILD_ASSERT_DECL(VIRTQ_SHADOW_SIZE >= VIRTQ_MAX_CHAINS_PER_PKT
+                                       + VHOST_MAX_BURST);
+
+struct virtq_shadow {
+    unsigned int n;
+    struct vring_used_elem elems[VIRTQ_SHADOW_SIZE];
+};
+
+/* Where a packet's first chain starts, for its header. */
+struct virtq_chain_pos {
+    uint16_t head;
+    unsigned int first_seg;
+    unsigned int n_segs;
+    uint32_t len;
+};
+
+static struct vhost_ratelimit virtq_split_rl = VHOST_RATELIMIT_INIT(60, 20);
+
+/* Counts a chain dropped for 'reason'. */
+static inline void
+virtq_split_drop__(struct virtq *vq, enum vhost_drop_reason reason)
+{
+    vq->stats.drops[reason]++;
+    vhost_log_rl(&virtq_split_rl, VHOST_LOG_WARN, "vring %u: dropping a "
+                 "descriptor chain: %s", vq->index,
+                 vhost_drop_reason_to_string(reason));
+}
+
+/* Stops the queue for good (until the frontend sets it up again). */
+static void OVS_COLD
+virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
+                    uint16_t avail_idx)
+{
+    vq->broken = true;
+    vq->stats.broken = true;
+    vq->stats.drops[reason]++;
+    vhost_log_rl(&virtq_split_rl, VHOST_LOG_ERR, "vring %u: guest says "
+                 "index %u is available, %u ahead of %u with %u entries; "
+                 "queue stopped", vq->index, avail_idx,
+                 (uint16_t) (avail_idx - vq->last_avail_idx),
+                 vq->last_avail_idx, vq->size);
+}
+
+/* Chain walking. */
+
+/* Reads descriptor 'i' of 'table' into a local: the guest may change it
+ * at any time, so every later check and use is of this copy. */
+static inline struct vring_desc
+virtq_split_read_desc__(const struct vring_desc *table, uint32_t i)
+{
+    struct vring_desc d;
+
+    memcpy(&d, (const void *) &table[i], sizeof d);
+    return d;
+}
+
+/* Checks an indirect descriptor 'd' and returns its table (a pointer into
+ * guest memory, or a copy in '*copyp' that the caller frees) with its
+ * entry count in '*np', or NULL.  VIRTIO 1.2 §2.7.5.3.1: "The driver MUST
+ * NOT set the VIRTQ_DESC_F_INDIRECT flag within an indirect descriptor"
+ * and the table length is a multiple of 16. */
+static const struct vring_desc *
+virtq_split_indirect__(const struct virtq *vq, const struct guest_mem *mem,
+                       const struct vring_desc *d, uint32_t *np,
+                       void **copyp)
+{
+    /* Guest-controlled: 'd->len', bounded here before it sizes anything. */
+    if (!vq->indirect || (d->flags & VRING_DESC_F_NEXT)
+        || !d->len || d->len % sizeof(struct vring_desc)
+        || d->len / sizeof(struct vring_desc) > vq->size
+        || !range_fits(d->addr, d->len)) {
+        return NULL;
+    }
+
+    uint64_t avail = d->len;
+    const struct vring_desc *table = guest_mem_gpa_to_hva(mem, d->addr,
+                                                          &avail);
+    if (OVS_UNLIKELY(!table || avail < d->len)) {
+        table = *copyp = vhost_cold_copy_indirect(mem, d->addr, d->len);
+    }
+    *np = d->len / sizeof(struct vring_desc);
+    return table;
+}
+
+/* Walks the chain that starts at 'head', appending its buffers to 'segs'
+ * (translated, in order) and returning its length in '*lenp'.  'write' is
+ * true for RX chains, whose buffers must all be device-writable, false for
+ * TX chains, whose buffers must all be device-readable.
+ *
+ * Returns -1 on success, otherwise the vhost_drop_reason. */
+static inline int
+virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
+                   uint16_t head, bool write, struct virtq_segs *segs,
+                   uint32_t *lenp)
+{
+    const struct vring_desc *table = vq->desc;
+    uint32_t table_n = vq->size;
+    uint32_t i = head;
+    uint32_t visited = 0;
+    uint64_t total = 0;
+    void *copy = NULL;
+    int reason = -1;
+
+    for (;;) {
+        /* §2.7.5.2 (chains) and §2.7.5.3.1 (indirect): a chain visits each
+         * descriptor at most once, so one longer than its table loops. */
+        if (OVS_UNLIKELY(i >= table_n)) {
+            reason = VHOST_DROP_BAD_INDEX;
+            break;
+        }
+        if (OVS_UNLIKELY(++visited > table_n)) {
+            reason = VHOST_DROP_LOOP;
+            break;
+        }
+
+        struct vring_desc d = virtq_split_read_desc__(table, i);
+        if (OVS_UNLIKELY(d.flags & VRING_DESC_F_INDIRECT)) {
+            if (copy || table != vq->desc) {
+                reason = VHOST_DROP_BAD_INDIRECT;       /* Nested. */
+                break;
+            }
+            table = virtq_split_indirect__(vq, mem, &d, &table_n, &copy);
+            if (!table) {
+                reason = VHOST_DROP_BAD_INDIRECT;
+                break;
+            }
+            i = 0;
+            visited = 0;
+            continue;
+        }
+
+        if (OVS_UNLIKELY(!(d.flags & VRING_DESC_F_WRITE) != !write)) {
+            reason = VHOST_DROP_BAD_DIRECTION;
+            break;
+        }
+        /* A zero-length descriptor carries nothing; its address is not
+         * translated (CVE-2020-10725 dereferenced it). */
+        if (d.len) {
+            uint64_t avail = d.len;
+            uint8_t *hva = guest_mem_gpa_to_hva(mem, d.addr, &avail);
+
+            if (OVS_LIKELY(hva && avail == d.len
+                           && segs->n < VIRTQ_MAX_SEGS)) {
+                segs->segs[segs->n++] = (struct virtq_seg) {
+                    .hva = hva, .gpa = d.addr, .len = d.len,
+                };
+            } else if (!range_fits(d.addr, d.len)
+                       || !vhost_cold_add_segs(mem, d.addr, d.len, segs)) {
+                reason = segs->n >= VIRTQ_MAX_SEGS ? VHOST_DROP_TOO_BIG
+                                                    : VHOST_DROP_BAD_ADDR;
+                break;
+            }
+            total += d.len;
+        }
+
+        if (!(d.flags & VRING_DESC_F_NEXT)) {
+            break;
+        }
+        i = d.next;
+    }
+
+    if (OVS_UNLIKELY(copy)) {
+        free(copy);
+    }
+    if (reason < 0 && total > UINT32_MAX) {
+        reason = VHOST_DROP_TOO_BIG;
+    }
+    *lenp = total;
+    return reason;
+}
+
+/* Used ring and notifications. */
+
+static inline void
+virtq_split_shadow_add__(struct virtq_shadow *sh, uint16_t id, uint32_t len)
+{
+    sh->elems[sh->n].id = id;
+    sh->elems[sh->n].len = len;
+    sh->n++;
+}
+
+/* Writes the shadow used entries into the guest's used ring and publishes
+ * them with one store to used->idx. */
+static inline void
+virtq_split_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
+                         struct virtq_shadow *sh)
+{
+    struct vring_used *used = vq->used;
+    uint16_t mask = vq->size - 1;
+    uint16_t idx = vq->last_used_idx;
+
+    if (!sh->n) {
+        return;
+    }
+    for (unsigned int i = 0; i < sh->n; i++) {
+        used->ring[(uint16_t) (idx + i) & mask] = sh->elems[i];
+    }
+    vq->last_used_idx = idx + sh->n;
+
+    /* Entries before the index: pairs with the guest's read barrier
+     * between reading used->idx and reading the entries. */
+    __atomic_store_n(&used->idx, vq->last_used_idx, __ATOMIC_RELEASE);
+
+    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+        uint64_t base = vq->log_gpa;
+
+        for (unsigned int i = 0; i < sh->n; i++) {
+            uint16_t slot = (uint16_t) (idx + i) & mask;
+            vhost_dirty_log_write(ctx->log, base + 4 + 8 * slot, 8);
+        }
+        vhost_dirty_log_write(ctx->log, base + 2, 2);
+    }
+    sh->n = 0;
+}
+
+/* Tells the guest about used buffers from 'old' to the current used index,
+ * if it asked to be told (§2.7.7 and, with EVENT_IDX, §2.7.10), and asks it
+ * not to kick us: the queue is polled.  'event_idx' is constant in each
+ * specialised copy. */
+static inline void
+virtq_split_notify__(struct virtq *vq, uint16_t old, bool event_idx)
+{
+    struct vring_avail *avail = vq->avail;
+    struct vring_used *used = vq->used;
+    uint16_t new_idx = vq->last_used_idx;
+    bool need;
+
+    if (event_idx) {
+        /* avail_event: a polling device wants as few kicks as it can
+         * get, so it names the index half the index space ahead, which
+         * the driver cannot reach before our next burst moves it on. */
+        uint16_t *avail_event = (uint16_t *) &used->ring[vq->size];
+        __atomic_store_n(avail_event, (uint16_t) (vq->last_avail_idx + 0x8000),
+                         __ATOMIC_RELAXED);
+    } else if (OVS_UNLIKELY(!(used->flags & VRING_USED_F_NO_NOTIFY))) {
+        __atomic_store_n(&used->flags, VRING_USED_F_NO_NOTIFY,
+                         __ATOMIC_RELAXED);
+    }
+
+    if (old == new_idx) {
+        return;
+    }
+
+    /* Our used->idx store before the guest's suppression fields: pairs
+     * with the full barrier in the driver between publishing used_event
+     * (or clearing NO_INTERRUPT) and rereading used->idx. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (event_idx) {
+        uint16_t used_event = __atomic_load_n(&avail->ring[vq->size],
+                                              __ATOMIC_RELAXED);
+        need = vring_need_event(used_event, new_idx, old);
+    } else {
+        need = !(__atomic_load_n(&avail->flags, __ATOMIC_RELAXED)
+                 & VRING_AVAIL_F_NO_INTERRUPT);
+    }
+
+    if (need && vq->call_fd >= 0) {
+        eventfd_write(vq->call_fd, 1);
+        vq->stats.guest_notifications++;
+    } else {
+        vq->stats.notifications_suppressed++;
+    }
+}
+
+/* Reads how many entries the guest has made available beyond ours, or
+ * marks the queue broken and returns 0 if that is more than the ring. */
+static inline uint16_t
+virtq_split_avail_count__(struct virtq *vq)
+{
+    /* Only get avail ring entries after they have been exposed by the
+     * guest: pairs with its write barrier before it updates avail->idx. */
+    struct vring_avail *avail = vq->avail;
+    uint16_t avail_idx = __atomic_load_n(&avail->idx, __ATOMIC_ACQUIRE);
+    uint16_t count = avail_idx - vq->last_avail_idx;
+
+    if (OVS_UNLIKELY(count > vq->size)) {
+        virtq_split_break__(vq, VHOST_DROP_AVAIL_IDX, avail_idx);
+        return 0;
+    }
+    return count;
+}
+
+static inline uint16_t
+virtq_split_avail_entry__(const struct virtq *vq, uint16_t idx)
+{
+    const struct vring_avail *avail = vq->avail;
+
+    return __atomic_load_n(&avail->ring[idx & (vq->size - 1)],
+                           __ATOMIC_RELAXED);
+}
+
+/* Statistics for one packet of 'len' bytes starting with 'eth'. */
+static inline void
+virtq_split_count_pkt__(struct vhost_queue_stats *st, const uint8_t *eth,
+                        uint32_t len)
+{
+    st->packets++;
+    st->bytes += len;
+    if (len < 64) {
+        st->undersize++;
+    } else if (len == 64) {
+        st->size_64++;
+    } else if (len < 128) {
+        st->size_65_127++;
+    } else if (len < 256) {
+        st->size_128_255++;
+    } else if (len < 512) {
+        st->size_256_511++;
+    } else if (len < 1024) {
+        st->size_512_1023++;
+    } else if (len <= 1518) {
+        st->size_1024_1518++;
+    } else {
+        st->size_1519_max++;
+    }
+    if (len >= 6 && (eth[0] & 1)) {
+        static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+        if (!memcmp(eth, bcast, 6)) {
+            st->broadcast++;
+        } else {
+            st->multicast++;
+        }
+    }
+}
+
+/* Dequeue: the guest's TX ring into the embedder's buffers. */
+
+/* Gives 'p' a buffer for 'len' bytes, keeping the one it has if that is
+ * big enough.  Returns false if the embedder has none. */
+static inline bool
+virtq_split_get_buf__(struct vhost_pkt *p, uint32_t len,
+                      const struct vhost_pkt_alloc *alloc)
+{
+    if (OVS_LIKELY(p->data && p->size >= len)) {
+        return true;
+    }
+    if (p->data && alloc && alloc->free) {
+        alloc->free(alloc->aux, p);
+    }
+    p->data = NULL;
+    p->size = 0;
+    return alloc && alloc->alloc && alloc->alloc(alloc->aux, p, len)
+           && p->data && p->size >= len;
+}
+
+static inline unsigned int
+virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
+                      struct vhost_pkt *pkts, unsigned int n,
+                      const struct vhost_pkt_alloc *alloc,
+                      const uint32_t hdr_len, const bool event_idx)
+{
+    struct virtq_shadow sh;
+    struct virtq_segs segs;
+    uint16_t old_used = vq->last_used_idx;
+    unsigned int out = 0;
+    uint16_t i;
+
+    if (OVS_UNLIKELY(vq->broken)) {
+        return 0;
+    }
+    uint16_t count = MIN(virtq_split_avail_count__(vq),
+                         MIN(n, VHOST_MAX_BURST));
+    sh.n = 0;
+    for (i = 0; i < count; i++) {
+        uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
+        uint32_t len;
+
+        segs.n = 0;
+        int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
+                                        &len);
+        if (OVS_LIKELY(reason < 0) && OVS_UNLIKELY(len < hdr_len)) {
+            reason = VHOST_DROP_SHORT_HDR;
+        }
+        if (OVS_UNLIKELY(reason >= 0)) {
+            virtq_split_drop__(vq, reason);
+            virtq_split_shadow_add__(&sh, head, 0);
+            continue;
+        }
+
+        uint32_t pkt_len = len - hdr_len;
+        struct vhost_pkt *p = &pkts[out];
+        if (OVS_UNLIKELY(!virtq_split_get_buf__(p, pkt_len, alloc))) {
+            /* No buffer: the chain stays available for the next call. */
+            break;
+        }
+
+        /* The header, read once into a local before it is checked. */
+        struct virtio_net_hdr hdr;
+        unsigned int seg = 0;
+        uint32_t off = 0;
+        memset(&hdr, 0, sizeof hdr);
+        if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
+            memcpy(&hdr, segs.segs[0].hva, hdr_len);
+            off = hdr_len;
+            if (off == segs.segs[0].len) {
+                seg = 1;
+                off = 0;
+            }
+        } else {
+            vhost_cold_gather(&segs, &seg, &off, &hdr, hdr_len);
+        }
+        if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
+            virtq_split_drop__(vq, VHOST_DROP_BAD_CSUM);
+            virtq_split_shadow_add__(&sh, head, 0);
+            continue;
+        }
+
+        /* The packet, straight into the embedder's buffer. */
+        uint8_t *dst = p->data;
+        for (; seg < segs.n; seg++, off = 0) {
+            uint32_t n_bytes = segs.segs[seg].len - off;
+            memcpy(dst, segs.segs[seg].hva + off, n_bytes);
+            dst += n_bytes;
+        }
+        p->len = pkt_len;
+        virtq_split_count_pkt__(&vq->stats, p->data, pkt_len);
+        virtq_split_shadow_add__(&sh, head, 0);
+        out++;
+    }
+    vq->last_avail_idx += i;
+
+    virtq_split_flush_used__(vq, ctx, &sh);
+    virtq_split_notify__(vq, old_used, event_idx);
+    return out;
+}
+
+/* Enqueue: the embedder's packets into the guest's RX ring. */
+
+/* Reserves guest buffers for 'need' bytes: one chain, or with 'mrg' as
+ * many as it takes.  Chains that break a rule are dropped into 'sh' as
+ * they are met.  Stores the chains in 'chains' and their count in
+ * '*n_chainsp', and the number of avail entries consumed in '*consumedp'.
+ *
+ * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out (nothing
+ * reserved is consumed, except dropped chains), or VHOST_DROP_TOO_BIG if
+ * the packet can never fit. */
+static inline int
+virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
+                      struct virtq_shadow *sh, uint16_t avail_left,
+                      uint32_t need, const bool mrg, struct virtq_segs *segs,
+                      struct virtq_chain_pos *chains, unsigned int *n_chainsp,
+                      uint16_t *consumedp)
+{
+    uint16_t used = 0;
+    unsigned int n_chains = 0;
+    uint64_t have = 0;
+
+    segs->n = 0;
+    while (have < need) {
+        if (used >= avail_left
+            || sh->n + n_chains >= VIRTQ_SHADOW_SIZE) {
+            break;
+        }
+        if (n_chains >= (mrg ? VIRTQ_MAX_CHAINS_PER_PKT : 1)) {
+            break;
+        }
+
+        uint16_t head = virtq_split_avail_entry__(vq,
+                                                  vq->last_avail_idx + used);
+        unsigned int first = segs->n;
+        uint32_t len;
+        int reason = virtq_split_walk__(vq, ctx->mem, head, true, segs,
+                                        &len);
+        used++;
+        if (OVS_UNLIKELY(reason >= 0)) {
+            virtq_split_drop__(vq, reason);
+            virtq_split_shadow_add__(sh, head, 0);
+            segs->n = first;
+            continue;
+        }
+        chains[n_chains++] = (struct virtq_chain_pos) {
+            .head = head, .first_seg = first, .n_segs = segs->n - first,
+            .len = len,
+        };
+        have += len;
+    }
+
+    *n_chainsp = n_chains;
+    if (have >= need) {
+        *consumedp = used;
+        return -1;
+    }
+
+    /* Not enough: give back the good chains (they stay available), keep
+     * the dropped ones consumed.  Without 'mrg' one chain too small for
+     * the packet means the packet can never fit. */
+    uint16_t dropped = used - n_chains;
+    *consumedp = dropped;
+    if (!mrg && n_chains) {
+        return VHOST_DROP_TOO_BIG;
+    }
+    return mrg && n_chains >= VIRTQ_MAX_CHAINS_PER_PKT
+           ? VHOST_DROP_TOO_BIG : VHOST_DROP_NO_BUFS;
+}
+
+static inline unsigned int
+virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
+                      const struct vhost_pkt *pkts, unsigned int n,
+                      const uint32_t hdr_len, const bool mrg,
+                      const bool event_idx)
+{
+    struct virtq_chain_pos chains[VIRTQ_MAX_CHAINS_PER_PKT];
+    struct virtq_shadow sh;
+    struct virtq_segs segs;
+    uint16_t old_used = vq->last_used_idx;
+    unsigned int done = 0;
+
+    if (OVS_UNLIKELY(vq->broken)) {
+        return 0;
+    }
+    uint16_t avail_left = virtq_split_avail_count__(vq);
+    sh.n = 0;
+    n = MIN(n, VHOST_MAX_BURST);
+
+    while (done < n && avail_left) {
+        const struct vhost_pkt *p = &pkts[done];
+        uint32_t need = hdr_len + p->len;
+        unsigned int n_chains;
+        uint16_t consumed;
+
+        int reason = virtq_split_reserve__(vq, ctx, &sh, avail_left, need,
+                                           mrg, &segs, chains, &n_chains,
+                                           &consumed);
+        vq->last_avail_idx += consumed;
+        avail_left -= consumed;
+        if (OVS_UNLIKELY(reason >= 0)) {
+            if (reason == VHOST_DROP_TOO_BIG) {
+                /* This packet can never fit: count it and go on. */
+                vq->stats.drops[VHOST_DROP_TOO_BIG]++;
+                done++;
+                continue;
+            }
+            break;
+        }
+
+        /* Header, then packet, into the reserved segments. */
+        struct virtio_net_hdr hdr;
+        unsigned int seg = 0;
+        uint32_t off = 0;
+        virtio_net_hdr_build(&hdr, &p->ol, n_chains);
+        if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
+            memcpy(segs.segs[0].hva, &hdr, hdr_len);
+            off = hdr_len;
+        } else {
+            vhost_cold_scatter(&segs, &seg, &off, &hdr, hdr_len);
+        }
+
+        const uint8_t *src = p->data;
+        uint32_t left = p->len;
+        for (unsigned int c = 0; c < n_chains; c++) {
+            struct virtq_chain_pos *ch = &chains[c];
+            unsigned int end = ch->first_seg + ch->n_segs;
+            uint32_t written = c == 0 ? MIN(hdr_len, ch->len) : 0;
+
+            if (seg < ch->first_seg) {
+                seg = ch->first_seg;
+                off = 0;
+            }
+            for (; seg < end && left; seg++, off = 0) {
+                struct virtq_seg *s = &segs.segs[seg];
+                uint32_t n_bytes = MIN(left, s->len - off);
+
+                memcpy(s->hva + off, src, n_bytes);
+                if (OVS_UNLIKELY(ctx->log)) {
+                    vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
+                }
+                src += n_bytes;
+                left -= n_bytes;
+                written += n_bytes;
+                if (off + n_bytes < s->len) {
+                    off += n_bytes;
+                    break;
+                }
+            }
+            virtq_split_shadow_add__(&sh, ch->head, written);
+        }
+        if (OVS_UNLIKELY(ctx->log)) {
+            /* The header, wherever it went. */
+            uint32_t hl = hdr_len;
+            for (unsigned int s = 0; s < segs.n && hl; s++) {
+                uint32_t n_bytes = MIN(hl, segs.segs[s].len);
+                vhost_dirty_log_write(ctx->log, segs.segs[s].gpa, n_bytes);
+                hl -= n_bytes;
+            }
+        }
+        virtq_split_count_pkt__(&vq->stats, p->data, p->len);
+        done++;
+    }
+
+    virtq_split_flush_used__(vq, ctx, &sh);
+    virtq_split_notify__(vq, old_used, event_idx);
+    return done;
+}
+
+/* The specialised burst functions, one per combination in use. */
+
+#define VIRTQ_SPLIT_DEQUEUE(NAME, HDR_LEN, EVENT_IDX)                       \
+    static unsigned int                                                     \
+    NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
+         unsigned int n, const struct vhost_pkt_alloc *alloc)               \
+    {                                                                       \
+        return virtq_split_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,      \
+                                     EVENT_IDX);                            \
+    }
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true)
+
+#define VIRTQ_SPLIT_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX)                  \
+    static unsigned int                                                     \
+    NAME(struct virtq *vq, struct virtq_ctx *ctx,                           \
+         const struct vhost_pkt *pkts, unsigned int n)                      \
+    {                                                                       \
+        return virtq_split_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,        \
+                                     EVENT_IDX);                            \
+    }
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg, 12, true, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_evidx, 12, true, true)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12, 12, false, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12_evidx, 12, false, true)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10, 10, false, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10_evidx, 10, false, true)
+
+/* Stores in 'vq' the burst functions for its header length (already set)
+ * and the negotiated options. */
+void
+virtq_split_select(struct virtq *vq, bool mrg, bool event_idx)
+{
+    if (vq->hdr_len == VIRTIO_NET_HDR_LEN) {
+        vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx
+                                : virtq_split_dequeue_hdr12;
+        if (mrg) {
+            vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx
+                                    : virtq_split_enqueue_mrg;
+        } else {
+            vq->enqueue = event_idx ? virtq_split_enqueue_hdr12_evidx
+                                    : virtq_split_enqueue_hdr12;
+        }
+    } else {
+        vq->dequeue = event_idx ? virtq_split_dequeue_hdr10_evidx
+                                : virtq_split_dequeue_hdr10;
+        vq->enqueue = event_idx ? virtq_split_enqueue_hdr10_evidx
+                                : virtq_split_enqueue_hdr10;
+    }
+}
