@@ -9,6 +9,7 @@
 #include <string.h>
 #include "guest-mem.h"
 #include "virtq-split.h"
+#include "virtq.h"
 
 /* Adds the guest buffer [gpa, gpa + len) to 'segs' as one segment per
  * region it touches.  Returns false if part of it is in no region (a gap,
@@ -102,4 +103,36 @@ vhost_cold_scatter(const struct virtq_segs *segs, unsigned int *segp,
         }
     }
     return done;
+}
+
+/* Builds in 'p' (getting a buffer through 'alloc' if it has none) the
+ * RARP request that announces 'mac', as if the guest had sent it: the
+ * frame switches learn the guest's new location from after a migration
+ * (RFC 903; what QEMU's announce sends for guests without
+ * GUEST_ANNOUNCE).  Returns false if there is no buffer. */
+bool
+vhost_cold_make_rarp(struct vhost_pkt *p, const uint8_t mac[6],
+                     const struct vhost_pkt_alloc *alloc)
+{
+    enum { RARP_LEN = 60 };     /* Minimum frame, without FCS. */
+    uint8_t *f;
+
+    if (!virtq_get_buf(p, RARP_LEN, alloc)) {
+        return false;
+    }
+    f = p->data;
+    memset(f, 0, RARP_LEN);
+    memset(f, 0xff, 6);                     /* Broadcast. */
+    memcpy(f + 6, mac, 6);
+    f[12] = 0x80; f[13] = 0x35;             /* ETH_TYPE_RARP */
+    f[14] = 0x00; f[15] = 0x01;             /* Ethernet */
+    f[16] = 0x08; f[17] = 0x00;             /* IPv4 */
+    f[18] = 6;                              /* Hardware address length. */
+    f[19] = 4;                              /* Protocol address length. */
+    f[20] = 0x00; f[21] = 0x03;             /* Reverse request. */
+    memcpy(f + 22, mac, 6);                 /* Sender hardware address. */
+    memcpy(f + 32, mac, 6);                 /* Target hardware address. */
+    p->len = RARP_LEN;
+    memset(&p->ol, 0, sizeof p->ol);
+    return true;
 }

@@ -8,7 +8,9 @@
  *   - an indirect table that is not contiguous in our address space,
  *     copied before it is walked (vhost_cold_copy_indirect);
  *   - a virtio-net header spread over several descriptors, gathered or
- *     scattered (vhost_cold_gather, vhost_cold_scatter).
+ *     scattered (vhost_cold_gather, vhost_cold_scatter);
+ *   - the RARP announced once after a migration or a reconnect
+ *     (vhost_cold_make_rarp).
  *
  * Dirty-page logging is the fourth cold path; it has a file of its own
  * (vhost-dirty-log.c).
@@ -26,6 +28,8 @@
 #include "util.h"
 
 struct guest_mem;
+struct vhost_pkt;
+struct vhost_pkt_alloc;
 struct virtq_segs;
 
 bool vhost_cold_add_segs(const struct guest_mem *, uint64_t gpa, uint32_t len,
@@ -34,6 +38,8 @@ void *vhost_cold_copy_indirect(const struct guest_mem *, uint64_t gpa,
                                uint32_t len) OVS_COLD;
 size_t vhost_cold_gather(const struct virtq_segs *, unsigned int *segp,
                          uint32_t *offp, void *dst, size_t len) OVS_COLD;
+bool vhost_cold_make_rarp(struct vhost_pkt *, const uint8_t mac[6],
+                          const struct vhost_pkt_alloc *) OVS_COLD;
 size_t vhost_cold_scatter(const struct virtq_segs *, unsigned int *segp,
                           uint32_t *offp, const void *src, size_t len)
     OVS_COLD;

@@ -8,6 +8,7 @@
 
 #include <string.h>
 #include "ovs-vhost/vhost.h"
+#include "vhost-cold.h"
 #include "vhost-dev.h"
 #include "vhost-dirty-log.h"
 #include "vhost-port.h"
@@ -76,8 +77,19 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     if (!vq) {
         return 0;
     }
-    vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
-    unsigned int done = vq->dequeue(vq, &ctx, pkts, n, alloc);
+    struct vhost_dev *dev = vhost_port_dev(port);
+    unsigned int done = 0;
+    if (OVS_UNLIKELY(__atomic_load_n(&dev->rarp_pending, __ATOMIC_RELAXED))
+        && qp == 0 && n
+        && __atomic_exchange_n(&dev->rarp_pending, false, __ATOMIC_ACQ_REL)
+        && vhost_cold_make_rarp(&pkts[0], dev->rarp_mac, alloc)) {
+        /* Injected once, ahead of the guest's packets. */
+        vq->stats.rarps_injected++;
+        done = 1;
+    }
+
+    vhost_datapath_ctx__(dev, vq, &ctx, &log);
+    done += vq->dequeue(vq, &ctx, pkts + done, n - done, alloc);
     if (OVS_UNLIKELY(ctx.log)) {
         vhost_datapath_log_done__(vhost_port_dev(port), &log);
     }

@@ -231,6 +231,10 @@ vhost_dev_update_ready(struct vhost_dev *dev)
         }
         VLOG_INFO("%s: device is ready with %u queues, features %#"PRIx64,
                   dev->name, dev->n_vqs, dev->features);
+        if (dev->has_rarp) {
+            /* Back after a reconnect: announce the guest's MAC again. */
+            __atomic_store_n(&dev->rarp_pending, true, __ATOMIC_RELEASE);
+        }
         if (dev->cb && dev->cb->device_ready) {
             dev->cb->device_ready(dev->port, dev->aux);
         }
@@ -309,8 +313,9 @@ vhost_dev_reset(struct vhost_dev *dev)
     dev->protocol_features = 0;
     dev->owned = false;
     dev->mtu = 0;
-    dev->has_rarp = false;
-    memset(dev->rarp_mac, 0, sizeof dev->rarp_mac);
+    /* 'rarp_mac' stays: after a reconnect the switch learns the guest's
+     * MAC again from one more RARP (vhost_dev_update_ready()). */
+    __atomic_store_n(&dev->rarp_pending, false, __ATOMIC_RELAXED);
     dev->status = 0;
 }
 
@@ -342,6 +347,8 @@ vhost_dev_get_info(const struct vhost_dev *dev, struct vhost_port_info *info)
     info->mem_size = guest_mem_total_size(dev->mem);
     info->mtu = dev->mtu;
     info->has_rarp = dev->has_rarp;
+    info->rarp_pending = __atomic_load_n(&dev->rarp_pending,
+                                         __ATOMIC_RELAXED);
     memcpy(info->rarp_mac, dev->rarp_mac, sizeof info->rarp_mac);
     info->status = dev->status;
     info->log_mapped = dev->log_map != NULL;

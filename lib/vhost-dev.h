@@ -64,8 +64,11 @@ struct vhost_dev {
 
     /* Device attributes. */
     uint16_t mtu;
-    bool has_rarp;
+    bool has_rarp;                  /* SEND_RARP gave 'rarp_mac'; kept
+                                     * across reconnects. */
     uint8_t rarp_mac[6];
+    bool rarp_pending;              /* Data path: inject a RARP for
+                                     * 'rarp_mac' (atomic). */
     uint8_t status;
 
     /* Dirty log (SET_LOG_BASE) and its eventfd (SET_LOG_FD). */

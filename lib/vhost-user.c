@@ -560,10 +560,12 @@ static int
 vhost_user_send_rarp(struct vhost_dev *dev, struct vhost_user_msg *msg,
                      struct vhost_user_reply *reply)
 {
-    /* The MAC is the first 6 bytes of the payload, stored until the data
-     * path can inject a RARP for it after migration. */
+    /* The MAC is the first 6 bytes of the payload. */
     memcpy(dev->rarp_mac, msg->payload.bytes, sizeof dev->rarp_mac);
     dev->has_rarp = true;
+    /* The next dequeue on queue pair 0 injects one RARP for it, so that
+     * switches learn where the guest went after migration. */
+    __atomic_store_n(&dev->rarp_pending, true, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -356,24 +356,6 @@ virtq_split_count_pkt__(struct vhost_queue_stats *st, const uint8_t *eth,
 
 /* Dequeue: the guest's TX ring into the embedder's buffers. */
 
-/* Gives 'p' a buffer for 'len' bytes, keeping the one it has if that is
- * big enough.  Returns false if the embedder has none. */
-static inline bool
-virtq_split_get_buf__(struct vhost_pkt *p, uint32_t len,
-                      const struct vhost_pkt_alloc *alloc)
-{
-    if (OVS_LIKELY(p->data && p->size >= len)) {
-        return true;
-    }
-    if (p->data && alloc && alloc->free) {
-        alloc->free(alloc->aux, p);
-    }
-    p->data = NULL;
-    p->size = 0;
-    return alloc && alloc->alloc && alloc->alloc(alloc->aux, p, len)
-           && p->data && p->size >= len;
-}
-
 static inline unsigned int
 virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct vhost_pkt *pkts, unsigned int n,
@@ -396,6 +378,14 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
         uint32_t len;
 
+        if (i + 1 < count) {
+            /* The next chain's head descriptor, while this one copies. */
+            uint16_t next = virtq_split_avail_entry__(vq, vq->last_avail_idx
+                                                          + i + 1);
+            __builtin_prefetch(&((const struct vring_desc *) vq->desc)
+                                [next & (vq->size - 1)]);
+        }
+
         segs.n = 0;
         int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
                                         &len);
@@ -410,7 +400,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         uint32_t pkt_len = len - hdr_len;
         struct vhost_pkt *p = &pkts[out];
-        if (OVS_UNLIKELY(!virtq_split_get_buf__(p, pkt_len, alloc))) {
+        if (OVS_UNLIKELY(!virtq_get_buf(p, pkt_len, alloc))) {
             /* No buffer: the chain stays available for the next call. */
             break;
         }
@@ -438,6 +428,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         /* The packet, straight into the embedder's buffer. */
         uint8_t *dst = p->data;
+        __builtin_prefetch(dst, 1);
         for (; seg < segs.n; seg++, off = 0) {
             uint32_t n_bytes = segs.segs[seg].len - off;
             memcpy(dst, segs.segs[seg].hva + off, n_bytes);

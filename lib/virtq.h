@@ -127,6 +127,24 @@ void virtq_set_base(struct virtq *, uint32_t base);
 void virtq_configure(struct virtq *, uint64_t features);
 uint32_t virtq_get_base(const struct virtq *);
 
+/* Gives 'p' a buffer for 'len' bytes, keeping the one it has if that is
+ * big enough.  Returns false if the embedder has none. */
+static inline bool
+virtq_get_buf(struct vhost_pkt *p, uint32_t len,
+                      const struct vhost_pkt_alloc *alloc)
+{
+    if (OVS_LIKELY(p->data && p->size >= len)) {
+        return true;
+    }
+    if (p->data && alloc && alloc->free) {
+        alloc->free(alloc->aux, p);
+    }
+    p->data = NULL;
+    p->size = 0;
+    return alloc && alloc->alloc && alloc->alloc(alloc->aux, p, len)
+           && p->data && p->size >= len;
+}
+
 /* Acquires 'vq''s access lock, spinning.  For the control plane. */
 static inline void
 virtq_lock(struct virtq *vq)

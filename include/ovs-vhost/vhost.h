@@ -204,7 +204,8 @@ struct vhost_port_info {
     unsigned int n_mem_regions;
     uint64_t mem_size;          /* Sum of region sizes, in bytes. */
     uint16_t mtu;               /* From NET_SET_MTU, 0 if none. */
-    bool has_rarp;              /* SEND_RARP received and not yet used. */
+    bool has_rarp;              /* A MAC from SEND_RARP is stored. */
+    bool rarp_pending;          /* Its RARP is yet to be injected. */
     uint8_t rarp_mac[6];
     uint8_t status;             /* Virtio device status (SET_STATUS). */
     bool log_mapped;            /* SET_LOG_BASE mapped a dirty log. */
@@ -335,6 +336,7 @@ struct vhost_queue_stats {
     uint64_t size_1519_max;
     uint64_t guest_notifications;   /* Call eventfd written. */
     uint64_t notifications_suppressed; /* Not needed by the guest. */
+    uint64_t rarps_injected;    /* RARPs announced after migration. */
     uint64_t drops[VHOST_N_DROP_REASONS];
     bool broken;                /* Queue stopped after a guest error. */
 };
