@@ -45,14 +45,12 @@ struct virtq_chain_pos {
     uint32_t len;
 };
 
-static struct vhost_ratelimit virtq_split_rl = VHOST_RATELIMIT_INIT(60, 20);
-
 /* Counts a chain dropped for 'reason'. */
 static inline void
 virtq_split_drop__(struct virtq *vq, enum vhost_drop_reason reason)
 {
     vq->stats.drops[reason]++;
-    vhost_log_rl(&virtq_split_rl, VHOST_LOG_WARN, "vring %u: dropping a "
+    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: dropping a "
                  "descriptor chain: %s", vq->index,
                  vhost_drop_reason_to_string(reason));
 }
@@ -65,7 +63,7 @@ virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
     vq->broken = true;
     vq->stats.broken = true;
     vq->stats.drops[reason]++;
-    vhost_log_rl(&virtq_split_rl, VHOST_LOG_ERR, "vring %u: guest says "
+    vhost_log_rl(&vq->rl, VHOST_LOG_ERR, "vring %u: guest says "
                  "index %u is available, %u ahead of %u with %u entries; "
                  "queue stopped", vq->index, avail_idx,
                  (uint16_t) (avail_idx - vq->last_avail_idx),
@@ -463,7 +461,10 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_chain_pos *chains, unsigned int *n_chainsp,
                       uint16_t *consumedp)
 {
+    uint8_t reasons[VIRTQ_SHADOW_SIZE]; /* Of the chains dropped here. */
     uint16_t used = 0;
+    uint16_t leading_dropped = 0;   /* Dropped before the first good one. */
+    unsigned int sh_start = sh->n;
     unsigned int n_chains = 0;
     uint64_t have = 0;
 
@@ -485,9 +486,13 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                                         &len);
         used++;
         if (OVS_UNLIKELY(reason >= 0)) {
-            virtq_split_drop__(vq, reason);
+            /* Counted below, once we know it is consumed. */
+            reasons[sh->n - sh_start] = reason;
             virtq_split_shadow_add__(sh, head, 0);
             segs->n = first;
+            if (!n_chains) {
+                leading_dropped++;
+            }
             continue;
         }
         chains[n_chains++] = (struct virtq_chain_pos) {
@@ -499,15 +504,23 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
 
     *n_chainsp = n_chains;
     if (have >= need) {
+        for (unsigned int k = 0; k < sh->n - sh_start; k++) {
+            virtq_split_drop__(vq, reasons[k]);
+        }
         *consumedp = used;
         return -1;
     }
 
-    /* Not enough: give back the good chains (they stay available), keep
-     * the dropped ones consumed.  Without 'mrg' one chain too small for
-     * the packet means the packet can never fit. */
-    uint16_t dropped = used - n_chains;
-    *consumedp = dropped;
+    /* Not enough.  The avail ring is consumed in order, so only the
+     * dropped chains ahead of the first good one can go; the good chains
+     * and any dropped after them stay available (their drops are taken
+     * back out of the shadow ring, to be met again).  Without 'mrg' one
+     * chain too small for the packet means the packet can never fit. */
+    for (unsigned int k = 0; k < leading_dropped; k++) {
+        virtq_split_drop__(vq, reasons[k]);
+    }
+    sh->n = sh_start + leading_dropped;
+    *consumedp = leading_dropped;
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
     }

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
 #include "util.h"
+#include "vhost-log.h"
 
 struct guest_mem;
 struct vhost_dirty_log;
@@ -116,6 +117,7 @@ struct virtq {
     /* Data path state, under the lock. */
     bool broken;                    /* Guest error: no more bursts. */
     struct vhost_queue_stats stats;
+    struct vhost_ratelimit rl;      /* Guest-caused log messages. */
 };
 
 void virtq_init(struct virtq *, unsigned int index);
