@@ -235,22 +235,6 @@ guest_mem_total_size(const struct guest_mem *mem)
     return total;
 }
 
-/* Returns the region that holds guest physical address 'gpa', or NULL.
- * Tables are small (a few regions), so a linear scan beats a tree; the data
- * path will keep a per-queue cache of the last hit in front of it. */
-const struct guest_mem_region *
-guest_mem_find_gpa(const struct guest_mem *mem, uint64_t gpa)
-{
-    for (unsigned int i = 0; i < mem->n_regions; i++) {
-        const struct guest_mem_region *r = &mem->regions[i];
-
-        if (gpa - r->gpa < r->size) {
-            return r;
-        }
-    }
-    return NULL;
-}
-
 /* Returns the region that holds frontend virtual address 'uva', or NULL. */
 const struct guest_mem_region *
 guest_mem_find_uva(const struct guest_mem *mem, uint64_t uva)

@@ -74,10 +74,24 @@ int guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
                      size_t *map_lenp, uint8_t **hvap, const char **reason);
 
 uint64_t guest_mem_total_size(const struct guest_mem *);
-const struct guest_mem_region *guest_mem_find_gpa(const struct guest_mem *,
-                                                  uint64_t gpa);
 const struct guest_mem_region *guest_mem_find_uva(const struct guest_mem *,
                                                   uint64_t uva);
+
+/* Returns the region that holds guest physical address 'gpa', or NULL.
+ * Inline: the data path translates every descriptor.  Tables are small (a
+ * few regions), so a linear scan beats a tree. */
+static inline const struct guest_mem_region *
+guest_mem_find_gpa(const struct guest_mem *mem, uint64_t gpa)
+{
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        const struct guest_mem_region *r = &mem->regions[i];
+
+        if (gpa - r->gpa < r->size) {
+            return r;
+        }
+    }
+    return NULL;
+}
 
 /* Translates guest physical address 'gpa' to a host address, and stores in
  * '*lenp' the number of bytes available contiguously from there, at most

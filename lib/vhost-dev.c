@@ -175,6 +175,8 @@ vhost_dev_set_vq_ready__(struct virtq *vq, bool ready)
     if (vq->ready != ready) {
         virtq_lock(vq);
         vq->ready = ready;
+        /* The ring may be new: write kick suppression again. */
+        vq->avail_event_set = false;
         virtq_unlock(vq);
     }
 }

@@ -72,6 +72,25 @@ virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
 
 /* Chain walking. */
 
+/* Prefetches the first buffer of the chain at 'head', which will be walked
+ * next.  The descriptor read here is only a hint: the walk reads it again
+ * and checks that copy, so nothing read here is trusted. */
+static inline void
+virtq_split_prefetch__(const struct virtq *vq, const struct guest_mem *mem,
+                       uint16_t head)
+{
+    const struct vring_desc *d = &((const struct vring_desc *) vq->desc)
+                                  [head & (vq->size - 1)];
+    uint64_t len = 64;
+    const uint8_t *hva = guest_mem_gpa_to_hva(mem,
+                                              __atomic_load_n(&d->addr,
+                                                              __ATOMIC_RELAXED),
+                                              &len);
+    if (hva) {
+        __builtin_prefetch(hva);
+    }
+}
+
 /* Reads descriptor 'i' of 'table' into a local: the guest may change it
  * at any time, so every later check and use is of this copy. */
 static inline struct vring_desc
@@ -256,12 +275,22 @@ virtq_split_notify__(struct virtq *vq, uint16_t old, bool event_idx)
 
     if (event_idx) {
         /* avail_event: a polling device wants as few kicks as it can
-         * get, so it names the index half the index space ahead, which
-         * the driver cannot reach before our next burst moves it on. */
-        uint16_t *avail_event = (uint16_t *) &used->ring[vq->size];
-        __atomic_store_n(avail_event, (uint16_t) (vq->last_avail_idx + 0x8000),
-                         __ATOMIC_RELAXED);
-    } else if (OVS_UNLIKELY(!(used->flags & VRING_USED_F_NO_NOTIFY))) {
+         * get, so it names an index half the index space ahead of what it
+         * has processed, which the driver cannot reach before we move it
+         * on.  Rewritten only each quarter of the index space, to keep the
+         * cache line the driver reads clean. */
+        if ((uint16_t) (vq->last_avail_idx - vq->avail_event_base)
+            >= 0x4000 || OVS_UNLIKELY(!vq->avail_event_set)) {
+            uint16_t *avail_event = (uint16_t *) &used->ring[vq->size];
+            vq->avail_event_base = vq->last_avail_idx;
+            vq->avail_event_set = true;
+            __atomic_store_n(avail_event,
+                             (uint16_t) (vq->last_avail_idx + 0x8000),
+                             __ATOMIC_RELAXED);
+        }
+    } else if (OVS_UNLIKELY(!vq->avail_event_set)) {
+        /* Once per start of the queue. */
+        vq->avail_event_set = true;
         __atomic_store_n(&used->flags, VRING_USED_F_NO_NOTIFY,
                          __ATOMIC_RELAXED);
     }
@@ -377,11 +406,9 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         uint32_t len;
 
         if (i + 1 < count) {
-            /* The next chain's head descriptor, while this one copies. */
-            uint16_t next = virtq_split_avail_entry__(vq, vq->last_avail_idx
-                                                          + i + 1);
-            __builtin_prefetch(&((const struct vring_desc *) vq->desc)
-                                [next & (vq->size - 1)]);
+            virtq_split_prefetch__(vq, ctx->mem,
+                                   virtq_split_avail_entry__(
+                                       vq, vq->last_avail_idx + i + 1));
         }
 
         segs.n = 0;

@@ -116,6 +116,9 @@ struct virtq {
 
     /* Data path state, under the lock. */
     bool broken;                    /* Guest error: no more bursts. */
+    bool avail_event_set;           /* Kick suppression written (split:
+                                     * NO_NOTIFY or avail_event). */
+    uint16_t avail_event_base;      /* last_avail_idx when written. */
     struct vhost_queue_stats stats;
     struct vhost_ratelimit rl;      /* Guest-caused log messages. */
 };
