@@ -70,7 +70,8 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
                     struct vhost_pkt *pkts, unsigned int n,
                     const struct vhost_pkt_alloc *alloc)
 {
-    struct virtq *vq = vhost_datapath_get__(port, 2 * qp + 1);
+    struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
+                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
     struct vhost_dirty_log log;
     struct virtq_ctx ctx;
 
@@ -101,7 +102,8 @@ unsigned int
 vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
                     const struct vhost_pkt *pkts, unsigned int n)
 {
-    struct virtq *vq = vhost_datapath_get__(port, 2 * qp);
+    struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
+                       ? vhost_datapath_get__(port, 2 * qp) : NULL;
     struct vhost_dirty_log log;
     struct virtq_ctx ctx;
 

@@ -177,6 +177,12 @@ vhost_dev_set_vq_ready__(struct virtq *vq, bool ready)
         vq->ready = ready;
         /* The ring may be new: write kick suppression again. */
         vq->avail_event_set = false;
+        if (ready) {
+            /* Set up again by the frontend (a guest driver reset stops
+             * and restarts its rings): a broken ring gets a new start. */
+            vq->broken = false;
+            vq->stats.broken = false;
+        }
         virtq_unlock(vq);
     }
 }

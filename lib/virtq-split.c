@@ -398,8 +398,9 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     if (OVS_UNLIKELY(vq->broken)) {
         return 0;
     }
-    uint16_t count = MIN(virtq_split_avail_count__(vq),
-                         MIN(n, VHOST_MAX_BURST));
+    /* Read once: MIN() would evaluate it twice. */
+    uint16_t count = virtq_split_avail_count__(vq);
+    count = MIN(count, MIN(n, VHOST_MAX_BURST));
     sh.n = 0;
     for (i = 0; i < count; i++) {
         uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
@@ -414,8 +415,11 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         segs.n = 0;
         int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
                                         &len);
-        if (OVS_LIKELY(reason < 0) && OVS_UNLIKELY(len < hdr_len)) {
-            reason = VHOST_DROP_SHORT_HDR;
+        if (OVS_LIKELY(reason < 0)
+            && OVS_UNLIKELY(len < hdr_len
+                            || len - hdr_len > VIRTQ_MAX_PKT_LEN)) {
+            reason = len < hdr_len ? VHOST_DROP_SHORT_HDR
+                                   : VHOST_DROP_TOO_BIG;
         }
         if (OVS_UNLIKELY(reason >= 0)) {
             virtq_split_drop__(vq, reason);
@@ -486,7 +490,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_shadow *sh, uint16_t avail_left,
                       uint32_t need, const bool mrg, struct virtq_segs *segs,
                       struct virtq_chain_pos *chains, unsigned int *n_chainsp,
-                      uint16_t *consumedp)
+                      uint16_t *consumedp, unsigned int *drop_budgetp)
 {
     uint8_t reasons[VIRTQ_SHADOW_SIZE]; /* Of the chains dropped here. */
     uint16_t used = 0;
@@ -502,6 +506,11 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
             break;
         }
         if (n_chains >= (mrg ? VIRTQ_MAX_CHAINS_PER_PKT : 1)) {
+            break;
+        }
+        if (sh->n - sh_start >= *drop_budgetp) {
+            /* Bounded work: a ring full of bad chains is drained at most
+             * VHOST_MAX_BURST chains per call. */
             break;
         }
 
@@ -534,6 +543,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
         for (unsigned int k = 0; k < sh->n - sh_start; k++) {
             virtq_split_drop__(vq, reasons[k]);
         }
+        *drop_budgetp -= sh->n - sh_start;
         *consumedp = used;
         return -1;
     }
@@ -546,6 +556,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     for (unsigned int k = 0; k < leading_dropped; k++) {
         virtq_split_drop__(vq, reasons[k]);
     }
+    *drop_budgetp -= leading_dropped;
     sh->n = sh_start + leading_dropped;
     *consumedp = leading_dropped;
     if (!mrg && n_chains) {
@@ -565,6 +576,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     struct virtq_shadow sh;
     struct virtq_segs segs;
     uint16_t old_used = vq->last_used_idx;
+    unsigned int drop_budget = VHOST_MAX_BURST;
     unsigned int done = 0;
 
     if (OVS_UNLIKELY(vq->broken)) {
@@ -582,7 +594,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         int reason = virtq_split_reserve__(vq, ctx, &sh, avail_left, need,
                                            mrg, &segs, chains, &n_chains,
-                                           &consumed);
+                                           &consumed, &drop_budget);
         vq->last_avail_idx += consumed;
         avail_left -= consumed;
         if (OVS_UNLIKELY(reason >= 0)) {

@@ -39,6 +39,11 @@ struct virtq;
  * (DPDK's BUF_VECTOR_MAX is the same).  Linux guests use at most 19. */
 #define VIRTQ_MAX_SEGS 256
 
+/* The largest packet dequeued: a 64 KiB TSO frame with its Ethernet and
+ * VLAN headers.  A longer chain is dropped rather than handed to the
+ * embedder's allocator with a guest-chosen size. */
+#define VIRTQ_MAX_PKT_LEN (65535 + 18)
+
 /* Most guest buffers one packet may fill with mergeable RX buffers. */
 #define VIRTQ_MAX_CHAINS_PER_PKT 64
 

@@ -10,6 +10,7 @@ TESTSUITE_AT = \
 	tests/guest-mem.at \
 	tests/vhost-user.at \
 	tests/engine.at \
+	tests/datapath.at \
 	tests/testpmd.at \
 	tests/configure.at
 
@@ -32,6 +33,7 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 # test modules (guest-mem, the message reader) below the public API.
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
+	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \
 	tests/test-frontend.h \

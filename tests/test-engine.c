@@ -2,7 +2,8 @@
  * test-engine: the C test driver.  "test-engine NAME" runs one test;
  * "test-engine --list" lists them; "test-engine --all" runs each in a child
  * process and summarises.  The autotest files (guest-mem.at,
- * vhost-user.at, engine.at) run one test each through ENGINE_TEST.
+ * vhost-user.at, engine.at, datapath.at) run one test each through
+ * ENGINE_TEST.
  *
  * This file holds the engine tests: the engine runs in-process (in its own
  * thread, or driven from this thread in the embedder-loop test) and the
@@ -2952,8 +2953,14 @@ struct test_table {
     size_t n;
 };
 
+/* The data path tests live in test-datapath.c. */
+extern const struct tu_test tu_datapath_tests[];
+extern const size_t tu_n_datapath_tests;
+
+#define N_TEST_TABLES 4
+
 static void
-collect_tables(struct test_table tables[3])
+collect_tables(struct test_table tables[N_TEST_TABLES])
 {
     tables[0] = (struct test_table) { tu_guest_mem_tests,
                                       tu_n_guest_mem_tests };
@@ -2961,15 +2968,17 @@ collect_tables(struct test_table tables[3])
                                       tu_n_vhost_user_tests };
     tables[2] = (struct test_table) { engine_tests,
                                       ARRAY_SIZE(engine_tests) };
+    tables[3] = (struct test_table) { tu_datapath_tests,
+                                      tu_n_datapath_tests };
 }
 
 static const struct tu_test *
 find_test(const char *name)
 {
-    struct test_table tables[3];
+    struct test_table tables[N_TEST_TABLES];
 
     collect_tables(tables);
-    for (size_t t = 0; t < 3; t++) {
+    for (size_t t = 0; t < N_TEST_TABLES; t++) {
         for (size_t i = 0; i < tables[t].n; i++) {
             if (!strcmp(tables[t].tests[i].name, name)) {
                 return &tables[t].tests[i];
@@ -2982,11 +2991,11 @@ find_test(const char *name)
 static int
 run_all(void)
 {
-    struct test_table tables[3];
+    struct test_table tables[N_TEST_TABLES];
     int n_failed = 0, n = 0;
 
     collect_tables(tables);
-    for (size_t t = 0; t < 3; t++) {
+    for (size_t t = 0; t < N_TEST_TABLES; t++) {
         for (size_t i = 0; i < tables[t].n; i++) {
             const struct tu_test *test = &tables[t].tests[i];
             pid_t pid = fork();
@@ -3029,9 +3038,9 @@ main(int argc, char *argv[])
         return 2;
     }
     if (!strcmp(argv[1], "--list")) {
-        struct test_table tables[3];
+        struct test_table tables[N_TEST_TABLES];
         collect_tables(tables);
-        for (size_t t = 0; t < 3; t++) {
+        for (size_t t = 0; t < N_TEST_TABLES; t++) {
             for (size_t i = 0; i < tables[t].n; i++) {
                 printf("%-28s %s\n", tables[t].tests[i].name,
                        tables[t].tests[i].doc);

@@ -133,6 +133,7 @@ tfe_mem_add(struct tfe_mem *mem, uint64_t gpa, uint64_t size,
     r->map = map;
     r->va = r->map + mmap_offset;
     r->alloc_next = 0;
+    r->alloc_end = size;
     return mem->n_regions++;
 }
 
@@ -182,7 +183,7 @@ tfe_mem_alloc(struct tfe_mem *mem, size_t region, uint64_t size,
     }
     r = &mem->regions[region];
     off = (r->alloc_next + align - 1) & ~(align - 1);
-    if (off > r->size || size > r->size - off) {
+    if (off > r->alloc_end || size > r->alloc_end - off) {
         return NULL;
     }
     r->alloc_next = off + size;
@@ -200,6 +201,106 @@ tfe_mem_region_desc(const struct tfe_mem *mem, size_t region,
     desc->memory_size = r->size;
     desc->userspace_addr = tfe_va_to_uva(r->va);
     desc->mmap_offset = r->mmap_offset;
+}
+
+/* Adds to 'mem' a region of 'size' bytes that starts in guest physical
+ * memory where the last region ends, backed by a memfd of its own at
+ * 'mmap_offset'.  Reserves TFE_BOUNDARY_RESERVE bytes on each side of the
+ * boundary (the top of the last region, the bottom of the new one) from
+ * tfe_mem_alloc().  Returns the new region's index or a negative errno
+ * value (-EINVAL if there is no last region or it has no room left to
+ * reserve). */
+int
+tfe_mem_add_adjacent(struct tfe_mem *mem, uint64_t size,
+                     uint64_t mmap_offset)
+{
+    struct tfe_region *prev;
+    int idx;
+
+    if (!mem->n_regions || size < 2 * TFE_BOUNDARY_RESERVE) {
+        return -EINVAL;
+    }
+    prev = &mem->regions[mem->n_regions - 1];
+    if (prev->alloc_end < TFE_BOUNDARY_RESERVE
+        || prev->alloc_next > prev->alloc_end - TFE_BOUNDARY_RESERVE) {
+        return -EINVAL;
+    }
+    idx = tfe_mem_add(mem, prev->gpa + prev->size, size, mmap_offset);
+    if (idx >= 0) {
+        prev->alloc_end -= TFE_BOUNDARY_RESERVE;
+        mem->regions[idx].alloc_next = TFE_BOUNDARY_RESERVE;
+    }
+    return idx;
+}
+
+/* Returns the guest physical address just past region 'region': the
+ * boundary with the region tfe_mem_add_adjacent() put after it. */
+uint64_t
+tfe_mem_boundary(const struct tfe_mem *mem, size_t region)
+{
+    return mem->regions[region].gpa + mem->regions[region].size;
+}
+
+/* Returns the region holding 'gpa', or NULL. */
+static const struct tfe_region *
+mem_find__(const struct tfe_mem *mem, uint64_t gpa)
+{
+    for (size_t i = 0; i < mem->n_regions; i++) {
+        const struct tfe_region *r = &mem->regions[i];
+        if (gpa >= r->gpa && gpa - r->gpa < r->size) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Copies 'len' bytes from 'data' to guest physical address 'gpa', across
+ * as many regions as it takes.  Returns false (having copied a prefix) if
+ * some byte is in no region. */
+bool
+tfe_mem_write(const struct tfe_mem *mem, uint64_t gpa, const void *data,
+              size_t len)
+{
+    const uint8_t *p = data;
+
+    while (len) {
+        const struct tfe_region *r = mem_find__(mem, gpa);
+        uint64_t n;
+
+        if (!r) {
+            return false;
+        }
+        n = MIN(len, r->size - (gpa - r->gpa));
+        memcpy(r->va + (gpa - r->gpa), p, n);
+        p += n;
+        gpa += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* Copies 'len' bytes at guest physical address 'gpa' into 'data', across
+ * regions.  Returns false if some byte is in no region. */
+bool
+tfe_mem_read(const struct tfe_mem *mem, uint64_t gpa, void *data,
+             size_t len)
+{
+    uint8_t *p = data;
+
+    while (len) {
+        const struct tfe_region *r = mem_find__(mem, gpa);
+        uint64_t n;
+
+        if (!r) {
+            return false;
+        }
+        n = MIN(len, r->size - (gpa - r->gpa));
+        memcpy(p, r->va + (gpa - r->gpa), n);
+        p += n;
+        gpa += n;
+        len -= n;
+    }
+    return true;
 }
 
 /* Split ring part sizes, VIRTIO 1.2 §2.7 (with the event fields). */
@@ -930,7 +1031,8 @@ tfe_set_vring_num(struct tfe *fe, uint32_t index, uint32_t num)
 }
 
 /* Sends SET_VRING_ADDR for vring 'index' as tfe_vring_alloc() laid it out,
- * with frontend virtual addresses. */
+ * with frontend virtual addresses, and with VHOST_VRING_F_LOG and the used
+ * ring's guest physical address if the vring's 'log_used' is set. */
 int
 tfe_set_vring_addr(struct tfe *fe, uint32_t index)
 {
@@ -946,6 +1048,10 @@ tfe_set_vring_addr(struct tfe *fe, uint32_t index)
     addr.desc_user_addr = tfe_va_to_uva(vr->desc);
     addr.avail_user_addr = tfe_va_to_uva(vr->avail);
     addr.used_user_addr = tfe_va_to_uva(vr->used);
+    if (vr->log_used) {
+        addr.flags = 1u << VHOST_VRING_F_LOG;
+        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used);
+    }
     return tfe_set_vring_addr_raw(fe, &addr);
 }
 
@@ -1164,7 +1270,8 @@ tfe_get_status(struct tfe *fe, uint64_t *status)
 
 /* Lays out split vring 'index' of 'size' entries in guest memory (region
  * 'index' modulo the number of regions, so that rings land in more than
- * one region), unless it already has that size. */
+ * one region), unless it already has that size.  The used ring is aligned
+ * to 'fe->used_align' (64 if 0). */
 int
 tfe_vring_alloc(struct tfe *fe, uint32_t index, unsigned int size)
 {
@@ -1185,7 +1292,7 @@ tfe_vring_alloc(struct tfe *fe, uint32_t index, unsigned int size)
     vr->avail = tfe_mem_alloc(fe->mem, region, tfe_vring_avail_size(size),
                               64);
     vr->used = tfe_mem_alloc(fe->mem, region, tfe_vring_used_size(size),
-                             64);
+                             fe->used_align ? fe->used_align : 64);
     if (!vr->desc || !vr->avail || !vr->used) {
         vr->size = 0;
         return -ENOMEM;
@@ -1278,8 +1385,10 @@ tfe_negotiate(struct tfe *fe, const struct tfe_setup *opts)
 /* Brings a device with 'n_queue_pairs' queue pairs to ready, as QEMU does:
  * tfe_negotiate(), GET_QUEUE_NUM (with MQ), SET_MEM_TABLE (creating the
  * default guest memory if 'fe->mem' is null), tfe_vring_setup() for every
- * vring, and SET_VRING_ENABLE for the first 'opts->n_enabled_pairs' pairs
- * (all by default) when PROTOCOL_FEATURES was negotiated.  Returns 0,
+ * vring (each of 'opts->queue_size' entries, with the used ring aligned to
+ * 'opts->used_align' and VHOST_VRING_F_LOG if 'opts->log_used'), and
+ * SET_VRING_ENABLE for the first 'opts->n_enabled_pairs' pairs (all by
+ * default) when PROTOCOL_FEATURES was negotiated.  Returns 0,
  * TFE_NACK or a negative errno value (-ENOSPC if the engine offers fewer
  * queue pairs). */
 int
@@ -1305,6 +1414,10 @@ tfe_setup_device(struct tfe *fe, unsigned int n_queue_pairs,
     if (error) {
         return error;
     }
+    fe->used_align = opts->used_align;
+    for (unsigned int q = 0; q < 2 * n_queue_pairs; q++) {
+        fe->vrings[q].log_used = opts->log_used;
+    }
     if (fe->protocol_features & FEATURE_BIT(VHOST_USER_PROTOCOL_F_MQ)) {
         uint64_t n;
 
@@ -1329,4 +1442,543 @@ tfe_setup_device(struct tfe *fe, unsigned int n_queue_pairs,
         }
     }
     return error;
+}
+
+/* The guest driver of a split virtqueue. */
+
+static uint16_t
+load_acquire16(const uint16_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void
+store_release16(uint16_t *p, uint16_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* Forgets every chain: the driver state of a fresh ring. */
+static void
+vq_reset_state__(struct tfe_vq *vq)
+{
+    vq->next_avail = 0;
+    vq->next_used = 0;
+    for (unsigned int i = 0; i < vq->size; i++) {
+        vq->free_next[i] = i + 1;
+    }
+    vq->free_head = 0;
+    vq->n_free = vq->size;
+    memset(vq->chains, 0, vq->size * sizeof *vq->chains);
+    vq->arena_next = 0;
+    vq->arena_inflight = 0;
+}
+
+/* Zeroes the ring (including the event fields and used->flags) and forgets
+ * every chain: the state to pair with SET_VRING_BASE 0 when a test sets
+ * the vring up again. */
+void
+tfe_vq_reset(struct tfe_vq *vq)
+{
+    memset(vq->desc, 0, tfe_vring_desc_size(vq->size));
+    memset(vq->avail_flags, 0, tfe_vring_avail_size(vq->size));
+    memset(vq->used_flags, 0, tfe_vring_used_size(vq->size));
+    vq_reset_state__(vq);
+}
+
+/* Sets up 'vq' to drive vring 'index' of 'fe', which tfe_vring_alloc()
+ * must have laid out, with an arena of 'arena_size' bytes of buffer space
+ * in region 'arena_region'.  The header layout follows 'fe->features' as
+ * sent with SET_FEATURES.  Leaves the ring itself alone: it is fresh (and
+ * zeroed) guest memory, and the engine may have written used->flags
+ * already.  Returns 0 or a negative errno value. */
+int
+tfe_vq_init(struct tfe_vq *vq, struct tfe *fe, uint32_t index,
+            size_t arena_region, uint64_t arena_size)
+{
+    const struct tfe_vring *vr;
+    void *arena;
+
+    memset(vq, 0, sizeof *vq);
+    if (index >= TFE_MAX_QUEUES || !fe->vrings[index].size || !fe->mem) {
+        return -EINVAL;
+    }
+    vr = &fe->vrings[index];
+    arena = tfe_mem_alloc(fe->mem, arena_region, arena_size, 4096);
+    if (!arena) {
+        return -ENOMEM;
+    }
+    vq->fe = fe;
+    vq->mem = fe->mem;
+    vq->index = index;
+    vq->size = vr->size;
+    vq->desc = vr->desc;
+    vq->avail_flags = vr->avail;
+    vq->avail_idx = vq->avail_flags + 1;
+    vq->avail_ring = vq->avail_flags + 2;
+    vq->used_flags = vr->used;
+    vq->used_idx = vq->used_flags + 1;
+    vq->used_ring = (struct tfe_used_elem *) (vq->used_flags + 2);
+    vq->free_next = calloc(vq->size, sizeof *vq->free_next);
+    vq->chains = calloc(vq->size, sizeof *vq->chains);
+    if (!vq->free_next || !vq->chains) {
+        abort();
+    }
+    vq->arena_gpa = tfe_mem_va_to_gpa(fe->mem, arena);
+    vq->arena_size = arena_size;
+    vq->mrg = (fe->features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)) != 0;
+    vq->hdr_len = (vq->mrg || fe->features & FEATURE_BIT(VIRTIO_F_VERSION_1)
+                   ? 12 : 10);
+    vq_reset_state__(vq);
+    return 0;
+}
+
+/* Frees what tfe_vq_init() allocated outside guest memory. */
+void
+tfe_vq_destroy(struct tfe_vq *vq)
+{
+    free(vq->free_next);
+    free(vq->chains);
+    vq->free_next = NULL;
+    vq->chains = NULL;
+}
+
+/* Returns the guest physical address of 'size' bytes aligned to 'align'
+ * in 'vq''s arena.  The arena is reused circularly; the bytes count as in
+ * flight, and are charged to the next chain added or claimed.  Aborts if
+ * the arena is too small for what is in flight: a test bug. */
+uint64_t
+tfe_vq_alloc(struct tfe_vq *vq, uint64_t size, uint64_t align)
+{
+    uint64_t off = (vq->arena_next + align - 1) & ~(align - 1);
+
+    if (off > vq->arena_size || size > vq->arena_size - off) {
+        off = 0;
+    }
+    if (size > vq->arena_size
+        || vq->arena_inflight + size > vq->arena_size) {
+        fprintf(stderr, "tfe: vring %"PRIu32" arena of %"PRIu64" bytes is "
+                "full (%"PRIu64" in flight, %"PRIu64" wanted)\n", vq->index,
+                vq->arena_size, vq->arena_inflight, size);
+        abort();
+    }
+    vq->arena_next = off + size;
+    vq->arena_inflight += size;
+    return vq->arena_gpa + off;
+}
+
+/* Returns the arena bytes allocated since the last chain took its share. */
+static uint64_t
+take_arena_pending__(struct tfe_vq *vq)
+{
+    uint64_t held = 0;
+
+    for (unsigned int i = 0; i < vq->size; i++) {
+        if (vq->chains[i].in_use) {
+            held += vq->chains[i].arena_bytes;
+        }
+    }
+    return vq->arena_inflight - held;
+}
+
+struct tfe_desc *
+tfe_vq_desc(struct tfe_vq *vq, unsigned int i)
+{
+    return &vq->desc[i % vq->size];
+}
+
+/* Takes a descriptor off the free list.  Returns its index or -ENOSPC. */
+int
+tfe_vq_take_desc(struct tfe_vq *vq)
+{
+    unsigned int id = vq->free_head;
+
+    if (!vq->n_free) {
+        return -ENOSPC;
+    }
+    vq->free_head = vq->free_next[id];
+    vq->n_free--;
+    return id;
+}
+
+static void
+put_desc__(struct tfe_vq *vq, uint16_t id)
+{
+    vq->free_next[id] = vq->free_head;
+    vq->free_head = id;
+    vq->n_free++;
+}
+
+/* Records that the chain at 'head' holds descriptors 'ids' (returned to
+ * the free list when the engine uses 'head') and the arena bytes
+ * allocated since the last chain.  A 'head' >= the queue size records
+ * nothing. */
+void
+tfe_vq_claim(struct tfe_vq *vq, uint16_t head, const uint16_t *ids,
+             size_t n)
+{
+    struct tfe_vq_chain *c;
+
+    if (head >= vq->size || n > TFE_VQ_MAX_SEGS) {
+        return;
+    }
+    c = &vq->chains[head];
+    c->arena_bytes = take_arena_pending__(vq);
+    c->in_use = true;
+    c->n_ids = n;
+    memcpy(c->ids, ids, n * sizeof *ids);
+    c->n_segs = 0;
+}
+
+/* Makes 'head' available: avail->ring[avail->idx % size] = head, then
+ * avail->idx + 1. */
+void
+tfe_vq_push_avail(struct tfe_vq *vq, uint16_t head)
+{
+    vq->avail_ring[vq->next_avail % vq->size] = head;
+    vq->next_avail++;
+    /* Pairs with the engine's acquire of avail->idx: the ring entry and
+     * the descriptors are visible before the new index. */
+    store_release16(vq->avail_idx, vq->next_avail);
+}
+
+/* Writes 'idx' into avail->idx without touching our own idea of it. */
+void
+tfe_vq_set_avail_idx(struct tfe_vq *vq, uint16_t idx)
+{
+    store_release16(vq->avail_idx, idx);
+}
+
+void
+tfe_vq_set_avail_flags(struct tfe_vq *vq, uint16_t flags)
+{
+    store_release16(vq->avail_flags, flags);
+}
+
+/* used_event: the avail ring entry after the last (VIRTIO 1.2 §2.7.10). */
+void
+tfe_vq_set_used_event(struct tfe_vq *vq, uint16_t v)
+{
+    store_release16(&vq->avail_ring[vq->size], v);
+}
+
+uint16_t
+tfe_vq_used_flags(const struct tfe_vq *vq)
+{
+    return load_acquire16(vq->used_flags);
+}
+
+/* avail_event: the used ring entry after the last (VIRTIO 1.2 §2.7.10). */
+uint16_t
+tfe_vq_avail_event(const struct tfe_vq *vq)
+{
+    return load_acquire16((const uint16_t *) &vq->used_ring[vq->size]);
+}
+
+uint16_t
+tfe_vq_used_idx(const struct tfe_vq *vq)
+{
+    return load_acquire16(vq->used_idx);
+}
+
+uint64_t
+tfe_vq_used_gpa(const struct tfe_vq *vq)
+{
+    return tfe_mem_va_to_gpa(vq->mem, vq->used_flags);
+}
+
+/* Reads and clears the vring's call eventfd: returns how many times the
+ * engine signalled it since the last call (0 if never). */
+uint64_t
+tfe_vq_calls(const struct tfe_vq *vq)
+{
+    int fd = vq->fe->vrings[vq->index].call_fd;
+    uint64_t n = 0;
+
+    if (fd < 0 || read(fd, &n, sizeof n) != sizeof n) {
+        return 0;
+    }
+    return n;
+}
+
+/* Makes available a chain of the 'n' buffers in 'segs', device-writable if
+ * 'writable', as direct descriptors or, if 'opts->indirect', through an
+ * indirect table of 'n' entries at 'opts->indirect_gpa' (or in the arena).
+ * 'opts' may be null.  Returns the head or a negative errno value
+ * (-ENOSPC: not enough free descriptors). */
+int
+tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
+                 bool writable, const struct tfe_chain_opts *opts)
+{
+    static const struct tfe_chain_opts defaults;
+    uint16_t flags = writable ? TFE_DESC_F_WRITE : 0;
+    uint16_t ids[TFE_VQ_MAX_SEGS];
+    size_t n_ids = 0;
+    struct tfe_vq_chain *c;
+
+    opts = opts ? opts : &defaults;
+    if (!n || n > TFE_VQ_MAX_SEGS) {
+        return -EINVAL;
+    }
+    if (vq->n_free < (opts->indirect ? 1 : n)) {
+        return -ENOSPC;
+    }
+    if (opts->indirect) {
+        struct tfe_desc table[TFE_VQ_MAX_SEGS];
+        uint64_t table_gpa = (opts->indirect_gpa ? opts->indirect_gpa
+                              : tfe_vq_alloc(vq, sizeof table[0] * n, 16));
+
+        for (size_t i = 0; i < n; i++) {
+            table[i] = (struct tfe_desc) {
+                .addr = segs[i].gpa, .len = segs[i].len,
+                .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
+                .next = i + 1 < n ? i + 1 : 0,
+            };
+        }
+        if (!tfe_mem_write(vq->mem, table_gpa, table, sizeof table[0] * n)) {
+            return -EFAULT;
+        }
+        ids[n_ids++] = tfe_vq_take_desc(vq);
+        vq->desc[ids[0]] = (struct tfe_desc) {
+            .addr = table_gpa, .len = sizeof table[0] * n,
+            .flags = TFE_DESC_F_INDIRECT,
+        };
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            ids[n_ids++] = tfe_vq_take_desc(vq);
+        }
+        for (size_t i = 0; i < n; i++) {
+            vq->desc[ids[i]] = (struct tfe_desc) {
+                .addr = segs[i].gpa, .len = segs[i].len,
+                .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
+                .next = i + 1 < n ? ids[i + 1] : 0,
+            };
+        }
+    }
+    tfe_vq_claim(vq, ids[0], ids, n_ids);
+    c = &vq->chains[ids[0]];
+    c->n_segs = n;
+    memcpy(c->segs, segs, n * sizeof *segs);
+    tfe_vq_push_avail(vq, ids[0]);
+    return ids[0];
+}
+
+/* Splits 'total' bytes into pieces as 'opts' says and places them: all
+ * contiguous from 'opts->gpa', or each apart in the arena.  Fills 'segs'
+ * and returns how many. */
+static size_t
+place_buf__(struct tfe_vq *vq, size_t total, const struct tfe_buf_opts *opts,
+            struct tfe_seg segs[TFE_VQ_MAX_SEGS])
+{
+    size_t n = opts->n_descs ? opts->n_descs : 1;
+    size_t left = total;
+    uint64_t gpa = opts->gpa;
+
+    if (n > TFE_VQ_MAX_SEGS) {
+        fprintf(stderr, "tfe: %zu descriptors are too many\n", n);
+        abort();
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+
+        if (i + 1 == n) {
+            len = left;
+        } else if (opts->split) {
+            len = MIN(opts->split[i], left);
+        } else {
+            len = total / n;
+        }
+        left -= len;
+        segs[i].len = len;
+        if (opts->gpa) {
+            segs[i].gpa = gpa;
+            gpa += len;
+        } else {
+            /* A few bytes apart, so that an engine that assumes pieces
+             * are contiguous reads or writes the wrong bytes. */
+            segs[i].gpa = tfe_vq_alloc(vq, len + 8, 64);
+        }
+    }
+    return n;
+}
+
+/* Makes available a transmit chain holding the 'hdr_len' bytes of 'hdr'
+ * followed by the 'len' bytes of 'pkt', laid out as 'opts' says ('opts'
+ * may be null: one descriptor in the arena).  Returns the head or a
+ * negative errno value. */
+int
+tfe_vq_post_tx(struct tfe_vq *vq, const void *hdr, size_t hdr_len,
+               const void *pkt, size_t len, const struct tfe_buf_opts *opts)
+{
+    static const struct tfe_buf_opts defaults;
+    struct tfe_seg segs[TFE_VQ_MAX_SEGS];
+    struct tfe_chain_opts copts;
+    uint8_t *bytes = malloc(hdr_len + len + 1);
+    size_t n, off = 0;
+    int head;
+
+    opts = opts ? opts : &defaults;
+    if (!bytes) {
+        abort();
+    }
+    memcpy(bytes, hdr, hdr_len);
+    memcpy(bytes + hdr_len, pkt, len);
+    n = place_buf__(vq, hdr_len + len, opts, segs);
+    for (size_t i = 0; i < n; i++) {
+        if (!tfe_mem_write(vq->mem, segs[i].gpa, bytes + off, segs[i].len)) {
+            free(bytes);
+            return -EFAULT;
+        }
+        off += segs[i].len;
+    }
+    free(bytes);
+    copts = (struct tfe_chain_opts) {
+        .indirect = opts->indirect, .indirect_gpa = opts->indirect_gpa,
+    };
+    head = tfe_vq_add_chain(vq, segs, n, false, &copts);
+    return head;
+}
+
+/* Makes available a receive chain of 'len' writable bytes laid out as
+ * 'opts' says ('opts' may be null), filled with 0xa5 so that a test can
+ * tell what the engine wrote.  Returns the head or a negative errno
+ * value. */
+int
+tfe_vq_post_rx(struct tfe_vq *vq, uint32_t len,
+               const struct tfe_buf_opts *opts)
+{
+    static const struct tfe_buf_opts defaults;
+    struct tfe_seg segs[TFE_VQ_MAX_SEGS];
+    struct tfe_chain_opts copts;
+    size_t n;
+
+    opts = opts ? opts : &defaults;
+    n = place_buf__(vq, len, opts, segs);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *poison = malloc(segs[i].len + 1);
+
+        if (!poison) {
+            abort();
+        }
+        memset(poison, 0xa5, segs[i].len);
+        if (!tfe_mem_write(vq->mem, segs[i].gpa, poison, segs[i].len)) {
+            free(poison);
+            return -EFAULT;
+        }
+        free(poison);
+    }
+    copts = (struct tfe_chain_opts) {
+        .indirect = opts->indirect, .indirect_gpa = opts->indirect_gpa,
+    };
+    return tfe_vq_add_chain(vq, segs, n, true, &copts);
+}
+
+/* Returns how many used entries the engine has published that we have
+ * not read. */
+unsigned int
+tfe_vq_n_used(const struct tfe_vq *vq)
+{
+    return (uint16_t) (tfe_vq_used_idx(vq) - vq->next_used);
+}
+
+/* Reads the next used entry into '*elem' and returns its chain's
+ * descriptors to the free list.  Returns 0, -EAGAIN if there is none, or
+ * -EPROTO (with '*elem' filled in) if its id is not the head of a chain in
+ * flight. */
+int
+tfe_vq_get_used(struct tfe_vq *vq, struct tfe_used_elem *elem)
+{
+    struct tfe_vq_chain *c;
+
+    /* tfe_vq_n_used() acquires used->idx: the entry is read after it. */
+    if (!tfe_vq_n_used(vq)) {
+        return -EAGAIN;
+    }
+    *elem = vq->used_ring[vq->next_used % vq->size];
+    vq->next_used++;
+    if (elem->id >= vq->size || !vq->chains[elem->id].in_use) {
+        return -EPROTO;
+    }
+    c = &vq->chains[elem->id];
+    for (size_t i = 0; i < c->n_ids; i++) {
+        put_desc__(vq, c->ids[i]);
+    }
+    c->in_use = false;
+    vq->arena_inflight -= c->arena_bytes;
+    c->arena_bytes = 0;
+    return 0;
+}
+
+/* Copies up to 'len' bytes of the buffers of the chain at 'head' (as last
+ * built by tfe_vq_add_chain(); still readable just after the chain is
+ * used) into 'buf'.  Returns how many bytes were copied. */
+size_t
+tfe_vq_read_chain(const struct tfe_vq *vq, uint16_t head, size_t len,
+                  uint8_t *buf)
+{
+    const struct tfe_vq_chain *c = &vq->chains[head % vq->size];
+    size_t done = 0;
+
+    for (size_t i = 0; i < c->n_segs && done < len; i++) {
+        size_t n = MIN(len - done, c->segs[i].len);
+
+        if (!tfe_mem_read(vq->mem, c->segs[i].gpa, buf + done, n)) {
+            break;
+        }
+        done += n;
+    }
+    return done;
+}
+
+/* Receives one packet from a receive vring: the next used entry and, with
+ * MRG_RXBUF, as many more as the num_buffers in its header says.  Copies
+ * the header and packet, up to 'size' bytes, into 'buf' and stores the
+ * length the engine reported in '*lenp' and the buffers used in
+ * '*n_bufsp'.  Returns 0, -EAGAIN if nothing was used, or -EPROTO for a
+ * malformed result (a bad id, a short first buffer, num_buffers of 0 or
+ * more than were used). */
+int
+tfe_vq_recv(struct tfe_vq *vq, uint8_t *buf, size_t size, size_t *lenp,
+            unsigned int *n_bufsp)
+{
+    struct tfe_used_elem elem;
+    unsigned int n_bufs = 1;
+    size_t total = 0;
+    int error;
+
+    *lenp = 0;
+    *n_bufsp = 0;
+    for (unsigned int i = 0; i < n_bufs; i++) {
+        error = tfe_vq_get_used(vq, &elem);
+        if (error == -EAGAIN && i) {
+            fprintf(stderr, "tfe: num_buffers %u but only %u used\n",
+                    n_bufs, i);
+            return -EPROTO;
+        } else if (error) {
+            return error;
+        }
+        if (total < size) {
+            tfe_vq_read_chain(vq, elem.id, MIN(elem.len, size - total),
+                              buf + total);
+        }
+        total += elem.len;
+        if (!i && vq->mrg) {
+            uint16_t nb;
+
+            if (elem.len < 12 || size < 12) {
+                fprintf(stderr, "tfe: first buffer of %"PRIu32" bytes\n",
+                        elem.len);
+                return -EPROTO;
+            }
+            memcpy(&nb, buf + 10, sizeof nb);
+            if (!nb) {
+                fprintf(stderr, "tfe: num_buffers is 0\n");
+                return -EPROTO;
+            }
+            n_bufs = nb;
+        }
+    }
+    *lenp = total;
+    *n_bufsp = n_bufs;
+    return 0;
 }

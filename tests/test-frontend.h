@@ -78,6 +78,8 @@ struct tfe_region {
     uint8_t *map;               /* Our mapping of all of 'fd'. */
     uint8_t *va;                /* 'map' + 'mmap_offset': byte 0. */
     uint64_t alloc_next;        /* tfe_mem_alloc() bump pointer. */
+    uint64_t alloc_end;         /* ...and its limit ('size' unless the top
+                                 * is reserved by tfe_mem_add_adjacent()). */
 };
 
 struct tfe_mem {
@@ -97,6 +99,23 @@ void *tfe_mem_alloc(struct tfe_mem *, size_t region, uint64_t size,
                     uint64_t align);
 void tfe_mem_region_desc(const struct tfe_mem *, size_t region,
                          struct vhost_user_mem_region *);
+
+/* Regions adjacent in guest physical memory (the second starts where the
+ * first ends) but backed by separate memfds, so that a buffer or an
+ * indirect table can straddle the two and force the engine's cold path.
+ * tfe_mem_add_adjacent() reserves TFE_BOUNDARY_RESERVE bytes on each side
+ * of the boundary, out of tfe_mem_alloc()'s reach, for tests to place such
+ * buffers with tfe_mem_boundary(). */
+#define TFE_BOUNDARY_RESERVE (64u << 10)
+int tfe_mem_add_adjacent(struct tfe_mem *, uint64_t size,
+                         uint64_t mmap_offset);
+uint64_t tfe_mem_boundary(const struct tfe_mem *, size_t region);
+
+/* Copies between guest physical memory and the caller, piecewise across
+ * regions.  Return false if any byte is outside every region. */
+bool tfe_mem_write(const struct tfe_mem *, uint64_t gpa, const void *,
+                   size_t len);
+bool tfe_mem_read(const struct tfe_mem *, uint64_t gpa, void *, size_t len);
 
 /* The default layout, from tfe_mem_create_default(): two regions with a gap
  * between them, the second at a nonzero offset in its memfd. */
@@ -120,6 +139,8 @@ struct tfe_vring {
     int kick_fd;                /* eventfds we keep, -1 if none. */
     int call_fd;
     int err_fd;
+    bool log_used;              /* Send VHOST_VRING_F_LOG and the used
+                                 * ring's guest address for logging. */
 };
 
 size_t tfe_vring_desc_size(unsigned int size);
@@ -143,6 +164,7 @@ struct tfe {
     uint64_t last_ack;          /* Last ack value received. */
 
     struct tfe_vring vrings[TFE_MAX_QUEUES];
+    uint64_t used_align;        /* Used ring alignment (0: 64). */
 
     int log_fd;                 /* tfe_log_create() memfd, or -1. */
     uint64_t log_size;
@@ -240,6 +262,9 @@ struct tfe_setup {
     bool legacy;                /* Don't negotiate PROTOCOL_FEATURES. */
     unsigned int queue_size;    /* 0: 256. */
     unsigned int n_enabled_pairs; /* Pairs to enable (0: all). */
+    bool log_used;              /* Every vring: VHOST_VRING_F_LOG. */
+    uint64_t used_align;        /* Used ring alignment (0: 64), e.g. 4096
+                                 * to give it pages of its own. */
 };
 
 /* Features a default tfe_setup_device() does not ack. */
@@ -250,5 +275,168 @@ struct tfe_setup {
 int tfe_negotiate(struct tfe *, const struct tfe_setup *);
 int tfe_setup_device(struct tfe *, unsigned int n_queue_pairs,
                      const struct tfe_setup *);
+
+/* The guest driver of a split virtqueue (VIRTIO 1.2 §2.7)
+ * =========================================================
+ *
+ * A struct tfe_vq drives one vring that tfe_vring_alloc() laid out: it
+ * keeps the free descriptor list, builds descriptor chains (direct or
+ * through an indirect table), makes them available, and reaps the used
+ * ring.  Buffers come from an arena of guest memory that the vq owns (a
+ * circular bump allocator: chains are expected back in about the order
+ * they went out), or from wherever a test places them.
+ *
+ *     struct tfe_vq tx;
+ *     tfe_vq_init(&tx, fe, 1, 1, 1 << 20);      (vring 1, arena in region 1)
+ *     tfe_vq_post_tx(&tx, &hdr, sizeof hdr, pkt, len, NULL);
+ *     ... vhost_dequeue_burst() ...
+ *     tfe_vq_get_used(&tx, &elem);
+ *
+ * Hostile chains are built by hand: tfe_vq_take_desc() a few descriptors,
+ * write anything at all through tfe_vq_desc(), tfe_vq_claim() the chain so
+ * that its descriptors return to the free list when the engine hands the
+ * head back, and tfe_vq_push_avail() any head, valid or not.
+ *
+ * The ring is little-endian; so is every host these tests run on. */
+
+/* Ring layout (VIRTIO 1.2 §2.7.5, §2.7.6, §2.7.8). */
+struct tfe_desc {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t flags;
+    uint16_t next;
+};
+
+#define TFE_DESC_F_NEXT 1
+#define TFE_DESC_F_WRITE 2
+#define TFE_DESC_F_INDIRECT 4
+#define TFE_AVAIL_F_NO_INTERRUPT 1
+#define TFE_USED_F_NO_NOTIFY 1
+
+struct tfe_used_elem {
+    uint32_t id;
+    uint32_t len;
+};
+
+/* The virtio-net header (VIRTIO 1.2 §5.1.6): 12 bytes with VERSION_1 or
+ * MRG_RXBUF, else the first 10. */
+struct tfe_net_hdr {
+    uint8_t flags;
+    uint8_t gso_type;
+    uint16_t hdr_len;
+    uint16_t gso_size;
+    uint16_t csum_start;
+    uint16_t csum_offset;
+    uint16_t num_buffers;
+};
+
+#define TFE_NET_HDR_F_NEEDS_CSUM 1
+#define TFE_NET_HDR_F_DATA_VALID 2
+
+/* 'len' bytes at guest physical address 'gpa'. */
+struct tfe_seg {
+    uint64_t gpa;
+    uint32_t len;
+};
+
+#define TFE_VQ_MAX_SEGS 64      /* Descriptors in one chain we build. */
+
+/* What the driver remembers about a chain, by head. */
+struct tfe_vq_chain {
+    bool in_use;                /* Made available, not yet used. */
+    uint16_t n_ids;             /* Ring descriptors it holds... */
+    uint16_t ids[TFE_VQ_MAX_SEGS]; /* ...these ones. */
+    size_t n_segs;              /* Its buffers, in chain order. */
+    struct tfe_seg segs[TFE_VQ_MAX_SEGS];
+    uint64_t arena_bytes;       /* Arena bytes it holds. */
+};
+
+struct tfe_vq {
+    struct tfe *fe;
+    struct tfe_mem *mem;
+    uint32_t index;             /* Vring index. */
+    unsigned int size;          /* Queue size. */
+
+    /* The ring, as the frontend maps it. */
+    struct tfe_desc *desc;
+    uint16_t *avail_flags;
+    uint16_t *avail_idx;
+    uint16_t *avail_ring;       /* 'size' entries, then used_event. */
+    uint16_t *used_flags;
+    uint16_t *used_idx;
+    struct tfe_used_elem *used_ring; /* 'size' entries, then avail_event. */
+
+    /* Driver state. */
+    uint16_t next_avail;        /* Our avail->idx. */
+    uint16_t next_used;         /* Next used entry to read. */
+    uint16_t *free_next;        /* Free list links, by descriptor. */
+    unsigned int free_head;     /* 'size' when empty. */
+    unsigned int n_free;
+    struct tfe_vq_chain *chains; /* By head. */
+
+    /* Buffer arena. */
+    uint64_t arena_gpa;
+    uint64_t arena_size;
+    uint64_t arena_next;        /* Offset of the next allocation. */
+    uint64_t arena_inflight;    /* Bytes held by chains in flight. */
+
+    /* From the negotiated features. */
+    unsigned int hdr_len;       /* 10 or 12. */
+    bool mrg;                   /* MRG_RXBUF: num_buffers is meaningful. */
+};
+
+int tfe_vq_init(struct tfe_vq *, struct tfe *, uint32_t index,
+                size_t arena_region, uint64_t arena_size);
+void tfe_vq_destroy(struct tfe_vq *);
+void tfe_vq_reset(struct tfe_vq *);
+uint64_t tfe_vq_alloc(struct tfe_vq *, uint64_t size, uint64_t align);
+
+/* Building chains. */
+struct tfe_chain_opts {
+    bool indirect;              /* Through an indirect table. */
+    uint64_t indirect_gpa;      /* Put the table there (0: in the arena). */
+};
+
+int tfe_vq_add_chain(struct tfe_vq *, const struct tfe_seg *, size_t n,
+                     bool writable, const struct tfe_chain_opts *);
+
+/* Packets. */
+struct tfe_buf_opts {
+    bool indirect;              /* Through an indirect table... */
+    uint64_t indirect_gpa;      /* ...put there (0: in the arena). */
+    unsigned int n_descs;       /* Split over this many (0: 1)... */
+    const uint32_t *split;      /* ...of these lengths (the last one takes
+                                 * what is left), or evenly. */
+    uint64_t gpa;               /* All bytes contiguous from here (0: each
+                                 * piece apart, in the arena). */
+};
+
+int tfe_vq_post_tx(struct tfe_vq *, const void *hdr, size_t hdr_len,
+                   const void *pkt, size_t len, const struct tfe_buf_opts *);
+int tfe_vq_post_rx(struct tfe_vq *, uint32_t len,
+                   const struct tfe_buf_opts *);
+
+/* The used ring. */
+unsigned int tfe_vq_n_used(const struct tfe_vq *);
+int tfe_vq_get_used(struct tfe_vq *, struct tfe_used_elem *);
+size_t tfe_vq_read_chain(const struct tfe_vq *, uint16_t head, size_t len,
+                         uint8_t *buf);
+int tfe_vq_recv(struct tfe_vq *, uint8_t *buf, size_t size, size_t *lenp,
+                unsigned int *n_bufsp);
+
+/* Raw access, for hostile chains and event fields. */
+struct tfe_desc *tfe_vq_desc(struct tfe_vq *, unsigned int i);
+int tfe_vq_take_desc(struct tfe_vq *);
+void tfe_vq_claim(struct tfe_vq *, uint16_t head, const uint16_t *ids,
+                  size_t n);
+void tfe_vq_push_avail(struct tfe_vq *, uint16_t head);
+void tfe_vq_set_avail_idx(struct tfe_vq *, uint16_t idx);
+void tfe_vq_set_avail_flags(struct tfe_vq *, uint16_t flags);
+void tfe_vq_set_used_event(struct tfe_vq *, uint16_t);
+uint16_t tfe_vq_used_flags(const struct tfe_vq *);
+uint16_t tfe_vq_avail_event(const struct tfe_vq *);
+uint16_t tfe_vq_used_idx(const struct tfe_vq *);
+uint64_t tfe_vq_used_gpa(const struct tfe_vq *);
+uint64_t tfe_vq_calls(const struct tfe_vq *);
 
 #endif /* test-frontend.h */

@@ -302,6 +302,12 @@ unsigned int vhost_dequeue_burst(struct vhost_port *, unsigned int qp,
 unsigned int vhost_enqueue_burst(struct vhost_port *, unsigned int qp,
                                  const struct vhost_pkt *pkts,
                                  unsigned int n);
+/* vhost_enqueue_burst() returns how many of 'pkts', in order, it is done
+ * with: copied into the guest, or counted as VHOST_DROP_TOO_BIG because no
+ * guest buffer can ever hold them.  The rest did not fit for now (the
+ * guest's RX ring is full): retry or drop them.  Dequeue drops packets
+ * longer than 64 KiB plus Ethernet and VLAN headers (VHOST_DROP_TOO_BIG)
+ * before asking the allocator for a buffer. */
 
 /* Why a descriptor chain was dropped or a queue marked broken. */
 enum vhost_drop_reason {
