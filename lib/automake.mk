@@ -34,6 +34,7 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/virtq.c \
 	lib/virtq-split.c \
 	lib/virtq-split.h \
+	lib/virtq-segs.h \
 	lib/virtq.h
 
 lib_LTLIBRARIES += lib/libovs-vhost.la

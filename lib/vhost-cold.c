@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "guest-mem.h"
-#include "virtq-split.h"
+#include "virtq-segs.h"
 #include "virtq.h"
 
 /* Adds the guest buffer [gpa, gpa + len) to 'segs' as one segment per

@@ -45,16 +45,6 @@ struct virtq_chain_pos {
     uint32_t len;
 };
 
-/* Counts a chain dropped for 'reason'. */
-static inline void
-virtq_split_drop__(struct virtq *vq, enum vhost_drop_reason reason)
-{
-    vq->stats.drops[reason]++;
-    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: dropping a "
-                 "descriptor chain: %s", vq->index,
-                 vhost_drop_reason_to_string(reason));
-}
-
 /* Stops the queue for good (until the frontend sets it up again). */
 static void OVS_COLD
 virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
@@ -181,25 +171,11 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
             reason = VHOST_DROP_BAD_DIRECTION;
             break;
         }
-        /* A zero-length descriptor carries nothing; its address is not
-         * translated (CVE-2020-10725 dereferenced it). */
-        if (d.len) {
-            uint64_t avail = d.len;
-            uint8_t *hva = guest_mem_gpa_to_hva(mem, d.addr, &avail);
-
-            if (OVS_LIKELY(hva && avail == d.len
-                           && segs->n < VIRTQ_MAX_SEGS)) {
-                segs->segs[segs->n++] = (struct virtq_seg) {
-                    .hva = hva, .gpa = d.addr, .len = d.len,
-                };
-            } else if (!range_fits(d.addr, d.len)
-                       || !vhost_cold_add_segs(mem, d.addr, d.len, segs)) {
-                reason = segs->n >= VIRTQ_MAX_SEGS ? VHOST_DROP_TOO_BIG
-                                                    : VHOST_DROP_BAD_ADDR;
-                break;
-            }
-            total += d.len;
+        reason = virtq_segs_add(mem, d.addr, d.len, segs);
+        if (OVS_UNLIKELY(reason >= 0)) {
+            break;
         }
+        total += d.len;
 
         if (!(d.flags & VRING_DESC_F_NEXT)) {
             break;
@@ -347,40 +323,6 @@ virtq_split_avail_entry__(const struct virtq *vq, uint16_t idx)
                            __ATOMIC_RELAXED);
 }
 
-/* Statistics for one packet of 'len' bytes starting with 'eth'. */
-static inline void
-virtq_split_count_pkt__(struct vhost_queue_stats *st, const uint8_t *eth,
-                        uint32_t len)
-{
-    st->packets++;
-    st->bytes += len;
-    if (len < 64) {
-        st->undersize++;
-    } else if (len == 64) {
-        st->size_64++;
-    } else if (len < 128) {
-        st->size_65_127++;
-    } else if (len < 256) {
-        st->size_128_255++;
-    } else if (len < 512) {
-        st->size_256_511++;
-    } else if (len < 1024) {
-        st->size_512_1023++;
-    } else if (len <= 1518) {
-        st->size_1024_1518++;
-    } else {
-        st->size_1519_max++;
-    }
-    if (len >= 6 && (eth[0] & 1)) {
-        static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-        if (!memcmp(eth, bcast, 6)) {
-            st->broadcast++;
-        } else {
-            st->multicast++;
-        }
-    }
-}
-
 /* Dequeue: the guest's TX ring into the embedder's buffers. */
 
 static inline unsigned int
@@ -422,7 +364,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                                    : VHOST_DROP_TOO_BIG;
         }
         if (OVS_UNLIKELY(reason >= 0)) {
-            virtq_split_drop__(vq, reason);
+            virtq_drop(vq, reason);
             virtq_split_shadow_add__(&sh, head, 0);
             continue;
         }
@@ -450,7 +392,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
             vhost_cold_gather(&segs, &seg, &off, &hdr, hdr_len);
         }
         if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
-            virtq_split_drop__(vq, VHOST_DROP_BAD_CSUM);
+            virtq_drop(vq, VHOST_DROP_BAD_CSUM);
             virtq_split_shadow_add__(&sh, head, 0);
             continue;
         }
@@ -464,7 +406,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
             dst += n_bytes;
         }
         p->len = pkt_len;
-        virtq_split_count_pkt__(&vq->stats, p->data, pkt_len);
+        virtq_count_pkt(&vq->stats, p->data, pkt_len);
         virtq_split_shadow_add__(&sh, head, 0);
         out++;
     }
@@ -541,7 +483,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     *n_chainsp = n_chains;
     if (have >= need) {
         for (unsigned int k = 0; k < sh->n - sh_start; k++) {
-            virtq_split_drop__(vq, reasons[k]);
+            virtq_drop(vq, reasons[k]);
         }
         *drop_budgetp -= sh->n - sh_start;
         *consumedp = used;
@@ -554,7 +496,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
      * back out of the shadow ring, to be met again).  Without 'mrg' one
      * chain too small for the packet means the packet can never fit. */
     for (unsigned int k = 0; k < leading_dropped; k++) {
-        virtq_split_drop__(vq, reasons[k]);
+        virtq_drop(vq, reasons[k]);
     }
     *drop_budgetp -= leading_dropped;
     sh->n = sh_start + leading_dropped;
@@ -657,7 +599,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                 hl -= n_bytes;
             }
         }
-        virtq_split_count_pkt__(&vq->stats, p->data, p->len);
+        virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;
     }
 

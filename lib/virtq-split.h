@@ -31,34 +31,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
+#include "virtq-segs.h"
 
 struct guest_mem;
 struct virtq;
-
-/* Most segments in the chains of one packet; longer chains are dropped
- * (DPDK's BUF_VECTOR_MAX is the same).  Linux guests use at most 19. */
-#define VIRTQ_MAX_SEGS 256
-
-/* The largest packet dequeued: a 64 KiB TSO frame with its Ethernet and
- * VLAN headers.  A longer chain is dropped rather than handed to the
- * embedder's allocator with a guest-chosen size. */
-#define VIRTQ_MAX_PKT_LEN (65535 + 18)
-
-/* Most guest buffers one packet may fill with mergeable RX buffers. */
-#define VIRTQ_MAX_CHAINS_PER_PKT 64
-
-/* A piece of a guest buffer, translated and checked. */
-struct virtq_seg {
-    uint8_t *hva;
-    uint64_t gpa;               /* For dirty logging. */
-    uint32_t len;
-};
-
-/* The segments of the chains that hold one packet. */
-struct virtq_segs {
-    unsigned int n;
-    struct virtq_seg segs[VIRTQ_MAX_SEGS];
-};
 
 void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx);
 

@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "ovs-vhost/vhost.h"
 #include "util.h"
 #include "vhost-log.h"
@@ -148,6 +149,50 @@ virtq_get_buf(struct vhost_pkt *p, uint32_t len,
     p->size = 0;
     return alloc && alloc->alloc && alloc->alloc(alloc->aux, p, len)
            && p->data && p->size >= len;
+}
+
+/* Counts a chain dropped for 'reason'. */
+static inline void
+virtq_drop(struct virtq *vq, enum vhost_drop_reason reason)
+{
+    vq->stats.drops[reason]++;
+    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: dropping a "
+                 "descriptor chain: %s", vq->index,
+                 vhost_drop_reason_to_string(reason));
+}
+
+/* Statistics for one packet of 'len' bytes starting with 'eth'. */
+static inline void
+virtq_count_pkt(struct vhost_queue_stats *st, const uint8_t *eth,
+                        uint32_t len)
+{
+    st->packets++;
+    st->bytes += len;
+    if (len < 64) {
+        st->undersize++;
+    } else if (len == 64) {
+        st->size_64++;
+    } else if (len < 128) {
+        st->size_65_127++;
+    } else if (len < 256) {
+        st->size_128_255++;
+    } else if (len < 512) {
+        st->size_256_511++;
+    } else if (len < 1024) {
+        st->size_512_1023++;
+    } else if (len <= 1518) {
+        st->size_1024_1518++;
+    } else {
+        st->size_1519_max++;
+    }
+    if (len >= 6 && (eth[0] & 1)) {
+        static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+        if (!memcmp(eth, bcast, 6)) {
+            st->broadcast++;
+        } else {
+            st->multicast++;
+        }
+    }
 }
 
 /* Acquires 'vq''s access lock, spinning.  For the control plane. */
