@@ -29,9 +29,12 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/vhost-user.c \
 	lib/vhost-user.h \
 	lib/virtio-net-hdr.h \
+	lib/virtio-ring-packed.h \
 	lib/virtio-ring.h \
 	lib/virtio.h \
 	lib/virtq.c \
+	lib/virtq-packed.c \
+	lib/virtq-packed.h \
 	lib/virtq-split.c \
 	lib/virtq-split.h \
 	lib/virtq-segs.h \

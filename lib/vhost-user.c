@@ -403,6 +403,14 @@ vhost_user_set_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    "not fit a split ring index", vq->index,
                                    num);
     }
+    /* Packed: bits 0..14 are a position in the ring, bit 15 its wrap
+     * counter, and nothing else. */
+    if (vq->packed && (num > UINT16_MAX
+                       || (vq->size && (num & 0x7fff) >= vq->size))) {
+        return vhost_user_reject__(dev, msg, "vring %u packed base %#"PRIx32
+                                   " is not a position in a ring of %u",
+                                   vq->index, num, vq->size);
+    }
     virtq_lock(vq);
     virtq_set_base(vq, num);
     virtq_unlock(vq);

@@ -11,6 +11,7 @@
 #include "util.h"
 #include "virtio.h"
 #include "virtio-net-hdr.h"
+#include "virtq-packed.h"
 #include "virtq-split.h"
 
 void
@@ -33,14 +34,23 @@ virtq_configure(struct virtq *vq, uint64_t features)
     bool mrg = features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF);
     bool v1 = features & FEATURE_BIT(VIRTIO_F_VERSION_1);
 
-    vq->packed = features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
+    bool packed = features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
+    if (packed && !vq->packed && !vq->base) {
+        /* §2.8.1: both wrap counters start at 1. */
+        vq->avail_wrap_counter = vq->used_wrap_counter = true;
+    }
+    vq->packed = packed;
     vq->indirect = features & FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC);
     vq->log_all = features & FEATURE_BIT(VHOST_F_LOG_ALL);
     /* VIRTIO 1.2 §5.1.6.1: the header has num_buffers with VERSION_1 or
      * MRG_RXBUF, and is 10 bytes otherwise (legacy). */
     vq->hdr_len = mrg || v1 ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
-    virtq_split_select(vq, mrg,
-                       features & FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX));
+    bool event_idx = features & FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX);
+    if (vq->packed) {
+        virtq_packed_select(vq, mrg, event_idx);
+    } else {
+        virtq_split_select(vq, mrg, event_idx);
+    }
 }
 
 /* Closes 'vq''s fds and returns it to its initial state.  The caller holds
@@ -125,34 +135,32 @@ virtq_can_run(const struct virtq *vq)
 }
 
 /* Sets the ring position from SET_VRING_BASE's 'base'.  Split rings use
- * the low 16 bits as the next avail index.  Packed rings (vhost-user.rst,
- * "VHOST_USER_SET_VRING_BASE") carry the avail index in bits 0..14, its
- * wrap counter in bit 15, and the used index and wrap counter in bits
- * 16..30 and 31. */
+ * the low 16 bits as the next avail index.  Packed rings carry the avail
+ * index in bits 0..14 and its wrap counter in bit 15 (vhost-user.rst,
+ * "VHOST_USER_SET_VRING_BASE"); the used position is the same, since a
+ * stopped ring has nothing in flight (QEMU and DPDK restore it so too).
+ * A ring never told its base starts at 0 with wrap counters 1 (§2.8.1). */
 void
 virtq_set_base(struct virtq *vq, uint32_t base)
 {
     vq->base = base;
     if (vq->packed) {
-        vq->last_avail_idx = base & 0x7fff;
-        vq->avail_wrap_counter = (base >> 15) & 1;
-        vq->last_used_idx = (base >> 16) & 0x7fff;
-        vq->used_wrap_counter = (base >> 31) & 1;
+        vq->last_avail_idx = vq->last_used_idx = base & 0x7fff;
+        vq->avail_wrap_counter = vq->used_wrap_counter = (base >> 15) & 1;
     } else {
         vq->last_avail_idx = vq->last_used_idx = base & 0xffff;
     }
 }
 
 /* Returns the ring position in the encoding virtq_set_base() reads, for
- * GET_VRING_BASE. */
+ * GET_VRING_BASE.  Bursts write back every descriptor they take, so a
+ * stopped packed ring has its used position equal to its avail one. */
 uint32_t
 virtq_get_base(const struct virtq *vq)
 {
     if (vq->packed) {
         return (vq->last_avail_idx & 0x7fff)
-               | ((uint32_t) vq->avail_wrap_counter << 15)
-               | ((uint32_t) (vq->last_used_idx & 0x7fff) << 16)
-               | ((uint32_t) vq->used_wrap_counter << 31);
+               | ((uint32_t) vq->avail_wrap_counter << 15);
     }
     return vq->last_avail_idx;
 }

@@ -1,0 +1,711 @@
+/*
+ * Packed virtqueue data path (VIRTIO 1.2 §2.8): see virtq-packed.h.
+ *
+ * Layout of this file, as virtq-split.c: chain walking, used descriptors
+ * and notifications, dequeue (with its four-at-a-time batch), enqueue, and
+ * the table of specialised burst functions.
+ *
+ * Positions: 'last_avail_idx' with 'avail_wrap_counter' is where the next
+ * available chain starts; 'last_used_idx' with 'used_wrap_counter' is
+ * where the next used descriptor goes.  Each advances by the number of
+ * ring descriptors a chain occupies, flipping its wrap counter when it
+ * passes the end of the ring (§2.8.1).
+ */
+
+#include <config.h>
+#include "virtq-packed.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include "guest-mem.h"
+#include "util.h"
+#include "vhost-cold.h"
+#include "vhost-dirty-log.h"
+#include "virtio-net-hdr.h"
+#include "virtio-ring.h"
+#include "virtio-ring-packed.h"
+#include "virtq-segs.h"
+#include "virtq.h"
+
+/* Descriptors handled together when they are all simple: one cache line
+ * of the ring (64 / 16). */
+#define VIRTQ_PACKED_BATCH 4
+
+/* Used descriptors collected during a burst, written back at its end. */
+#define VIRTQ_PACKED_SHADOW_SIZE (VHOST_MAX_BURST * 4)
+
+struct virtq_packed_used {
+    uint16_t id;
+    uint16_t count;             /* Ring descriptors the chain took. */
+    uint32_t len;
+};
+
+struct virtq_packed_shadow {
+    unsigned int n;
+    struct virtq_packed_used elems[VIRTQ_PACKED_SHADOW_SIZE];
+};
+
+/* A chain found in the ring: its buffer id, how many ring descriptors it
+ * takes and its segments in a shared struct virtq_segs. */
+struct virtq_packed_chain {
+    uint16_t id;
+    uint16_t count;
+    unsigned int first_seg;
+    unsigned int n_segs;
+    uint32_t len;
+};
+
+static inline void
+virtq_packed_advance__(uint16_t *idx, bool *wrap, uint16_t n, uint16_t size)
+{
+    *idx += n;
+    if (*idx >= size) {
+        *idx -= size;
+        *wrap = !*wrap;
+    }
+}
+
+/* Reads descriptor 'i' of 'ring' into a local, its flags first: the other
+ * fields are read only after the flags say the driver made it available
+ * (pairs with the driver's write barrier before it sets the flags). */
+static inline struct vring_packed_desc
+virtq_packed_read_desc__(const struct vring_packed_desc *ring, uint16_t i)
+{
+    struct vring_packed_desc d;
+
+    d.flags = __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
+    d.addr = __atomic_load_n(&ring[i].addr, __ATOMIC_RELAXED);
+    d.len = __atomic_load_n(&ring[i].len, __ATOMIC_RELAXED);
+    d.id = __atomic_load_n(&ring[i].id, __ATOMIC_RELAXED);
+    return d;
+}
+
+static inline uint16_t
+virtq_packed_peek_flags__(const struct virtq *vq, uint16_t i)
+{
+    const struct vring_packed_desc *ring = vq->desc;
+
+    return __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
+}
+
+/* Walks the indirect table of 'd' into 'segs'.  §2.8.19: the table's
+ * descriptors are used in order, and none may itself be indirect. */
+static int
+virtq_packed_walk_indirect__(const struct virtq *vq,
+                             const struct guest_mem *mem,
+                             const struct vring_packed_desc *d, bool write,
+                             struct virtq_segs *segs, uint64_t *totalp)
+{
+    /* Guest-controlled: 'd->len', bounded before it sizes anything. */
+    if (!vq->indirect || (d->flags & VRING_DESC_F_NEXT)
+        || !d->len || d->len % sizeof(struct vring_packed_desc)
+        || d->len / sizeof(struct vring_packed_desc) > vq->size
+        || !range_fits(d->addr, d->len)) {
+        return VHOST_DROP_BAD_INDIRECT;
+    }
+
+    uint64_t avail = d->len;
+    void *copy = NULL;
+    const struct vring_packed_desc *table
+        = guest_mem_gpa_to_hva(mem, d->addr, &avail);
+    if (OVS_UNLIKELY(!table || avail < d->len)) {
+        table = copy = vhost_cold_copy_indirect(mem, d->addr, d->len);
+        if (!table) {
+            return VHOST_DROP_BAD_INDIRECT;
+        }
+    }
+
+    int reason = -1;
+    uint32_t n = d->len / sizeof(struct vring_packed_desc);
+    for (uint32_t i = 0; i < n && reason < 0; i++) {
+        struct vring_packed_desc e;
+
+        memcpy(&e, (const void *) &table[i], sizeof e);
+        if (e.flags & VRING_DESC_F_INDIRECT) {
+            reason = VHOST_DROP_BAD_INDIRECT;
+        } else if (!(e.flags & VRING_DESC_F_WRITE) != !write) {
+            reason = VHOST_DROP_BAD_DIRECTION;
+        } else {
+            reason = virtq_segs_add(mem, e.addr, e.len, segs);
+            *totalp += e.len;
+        }
+    }
+    free(copy);
+    return reason;
+}
+
+/* Walks the chain that starts at ring position 'pos' (wrap 'wrap'),
+ * appending its buffers to 'segs'.  Stores in 'c' its buffer id (from its
+ * last descriptor, §2.8.6), the ring descriptors it takes and its length.
+ * Returns -1 on success, -2 if the chain is not wholly available yet, or
+ * the vhost_drop_reason (with 'c->count' and 'c->id' still set, so that it
+ * can be returned as used). */
+static inline int
+virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
+                    uint16_t pos, bool wrap, bool write,
+                    struct virtq_segs *segs, struct virtq_packed_chain *c)
+{
+    const struct vring_packed_desc *ring = vq->desc;
+    uint64_t total = 0;
+    int reason = -1;
+
+    c->first_seg = segs->n;
+    c->count = 0;
+    for (;;) {
+        struct vring_packed_desc d = virtq_packed_read_desc__(ring, pos);
+
+        if (!vring_packed_desc_is_avail(d.flags, wrap)) {
+            /* A chain the driver is still writing: its head is made
+             * available last, so this is only a guest that lies. */
+            if (c->count) {
+                reason = reason < 0 ? VHOST_DROP_LOOP : reason;
+                break;
+            }
+            return -2;
+        }
+        c->count++;
+        c->id = d.id;
+
+        if (reason < 0) {
+            if (d.flags & VRING_DESC_F_INDIRECT) {
+                reason = virtq_packed_walk_indirect__(vq, mem, &d, write,
+                                                      segs, &total);
+            } else if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
+                reason = VHOST_DROP_BAD_DIRECTION;
+            } else {
+                reason = virtq_segs_add(mem, d.addr, d.len, segs);
+                total += d.len;
+            }
+        }
+        if (!(d.flags & VRING_DESC_F_NEXT)) {
+            break;
+        }
+        /* §2.8.6: a chain is at most the ring: longer is a loop. */
+        if (c->count >= vq->size) {
+            reason = VHOST_DROP_LOOP;
+            break;
+        }
+        virtq_packed_advance__(&pos, &wrap, 1, vq->size);
+    }
+
+    if (reason < 0 && c->id >= vq->size) {
+        reason = VHOST_DROP_BAD_INDEX;
+    }
+    if (reason < 0 && total > UINT32_MAX) {
+        reason = VHOST_DROP_TOO_BIG;
+    }
+    c->n_segs = segs->n - c->first_seg;
+    c->len = total;
+    return reason;
+}
+
+/* Used descriptors and notifications. */
+
+static inline void
+virtq_packed_shadow_add__(struct virtq_packed_shadow *sh, uint16_t id,
+                          uint16_t count, uint32_t len)
+{
+    sh->elems[sh->n++] = (struct virtq_packed_used) {
+        .id = id, .count = count, .len = len,
+    };
+}
+
+/* Writes the shadow used descriptors into the ring.  §2.8.5: a used
+ * descriptor has AVAIL and USED both equal to the device's wrap counter.
+ * Every field and every flag but the first descriptor's are written
+ * first; then, after one release barrier, the first one's flags, so the
+ * driver, which polls that descriptor, sees the whole burst at once. */
+static inline void
+virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
+                          struct virtq_packed_shadow *sh)
+{
+    struct vring_packed_desc *ring = vq->desc;
+    uint16_t head_idx = vq->last_used_idx;
+    uint16_t head_flags = 0;
+
+    if (!sh->n) {
+        return;
+    }
+    for (unsigned int i = 0; i < sh->n; i++) {
+        const struct virtq_packed_used *u = &sh->elems[i];
+        uint16_t idx = vq->last_used_idx;
+        uint16_t flags = vq->used_wrap_counter
+                         ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
+                         : 0;
+        if (u->len) {
+            flags |= VRING_DESC_F_WRITE;
+        }
+
+        ring[idx].id = u->id;
+        ring[idx].len = u->len;
+        if (i == 0) {
+            head_flags = flags;
+        } else {
+            __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELAXED);
+        }
+        if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+            vhost_dirty_log_write(ctx->log,
+                                  vq->log_gpa + (uint64_t) idx * sizeof *ring,
+                                  sizeof *ring);
+        }
+        virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
+                               u->count, vq->size);
+    }
+    /* The one barrier of the write-back: every descriptor above before
+     * the head's flags. */
+    __atomic_store_n(&ring[head_idx].flags, head_flags, __ATOMIC_RELEASE);
+    sh->n = 0;
+}
+
+/* Tells the driver about used descriptors written since 'old_idx' /
+ * 'old_wrap', if its event suppression area asks for it (§2.8.10), and
+ * asks it once per queue start not to kick us: the queue is polled. */
+static inline void
+virtq_packed_notify__(struct virtq *vq, uint16_t old_idx, bool old_wrap,
+                      bool event_idx)
+{
+    struct vring_packed_event *driver = vq->avail;
+    struct vring_packed_event *device = vq->used;
+
+    if (OVS_UNLIKELY(!vq->avail_event_set)) {
+        vq->avail_event_set = true;
+        __atomic_store_n(&device->flags, VRING_PACKED_EVENT_FLAG_DISABLE,
+                         __ATOMIC_RELAXED);
+    }
+    if (old_idx == vq->last_used_idx && old_wrap == vq->used_wrap_counter) {
+        return;
+    }
+
+    /* Our used descriptors before the driver's suppression fields: pairs
+     * with the driver's full barrier between writing them and checking
+     * for used descriptors. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    uint16_t flags = __atomic_load_n(&driver->flags, __ATOMIC_RELAXED);
+    bool need;
+    if (flags == VRING_PACKED_EVENT_FLAG_DESC && event_idx) {
+        uint16_t off_wrap = __atomic_load_n(&driver->off_wrap,
+                                            __ATOMIC_RELAXED);
+        /* Positions as if the ring did not wrap: shift the old position
+         * and the event back by a ring where their wrap counters are
+         * behind the current one. */
+        uint16_t new_idx = vq->last_used_idx;
+        uint16_t old = old_idx;
+        uint16_t event = off_wrap & 0x7fff;
+        if (old_wrap != vq->used_wrap_counter) {
+            old -= vq->size;
+        }
+        if (!!(off_wrap >> 15) != vq->used_wrap_counter) {
+            event -= vq->size;
+        }
+        need = (uint16_t) (new_idx - event - 1) < (uint16_t) (new_idx - old);
+    } else {
+        need = flags != VRING_PACKED_EVENT_FLAG_DISABLE;
+    }
+
+    if (need && vq->call_fd >= 0) {
+        eventfd_write(vq->call_fd, 1);
+        vq->stats.guest_notifications++;
+    } else {
+        vq->stats.notifications_suppressed++;
+    }
+}
+
+/* Dequeue: the guest's TX ring into the embedder's buffers. */
+
+/* Copies the packet of chain 'c' (header first) into 'p', which has room.
+ * Returns false, after counting, if its header asks for a checksum outside
+ * the packet. */
+static inline bool
+virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
+                        const struct virtq_packed_chain *c,
+                        struct vhost_pkt *p, uint32_t pkt_len,
+                        const uint32_t hdr_len)
+{
+    struct virtio_net_hdr hdr;
+    unsigned int seg = c->first_seg;
+    unsigned int end = c->first_seg + c->n_segs;
+    uint32_t off = 0;
+
+    memset(&hdr, 0, sizeof hdr);
+    if (OVS_LIKELY(segs->segs[seg].len >= hdr_len)) {
+        memcpy(&hdr, segs->segs[seg].hva, hdr_len);
+        off = hdr_len;
+    } else {
+        vhost_cold_gather(segs, &seg, &off, &hdr, hdr_len);
+    }
+    if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
+        virtq_drop(vq, VHOST_DROP_BAD_CSUM);
+        return false;
+    }
+
+    uint8_t *dst = p->data;
+    for (; seg < end; seg++, off = 0) {
+        uint32_t n = segs->segs[seg].len - off;
+        memcpy(dst, segs->segs[seg].hva + off, n);
+        dst += n;
+    }
+    p->len = pkt_len;
+    virtq_count_pkt(&vq->stats, p->data, pkt_len);
+    return true;
+}
+
+/* Tries to take VIRTQ_PACKED_BATCH simple descriptors at once: available,
+ * single (no NEXT, no INDIRECT), device-readable, inside one region each,
+ * with a good header, within one cache line of the ring.  Returns false,
+ * having consumed nothing, if the batch does not apply (the caller then
+ * goes one chain at a time, rereading everything); otherwise puts the
+ * packets in 'pkts' and returns true. */
+static inline bool
+virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
+                             struct vhost_pkt *pkts,
+                             const struct vhost_pkt_alloc *alloc,
+                             struct virtq_packed_shadow *sh,
+                             const uint32_t hdr_len)
+{
+    const struct vring_packed_desc *ring = vq->desc;
+    uint16_t pos = vq->last_avail_idx;
+    struct vring_packed_desc d[VIRTQ_PACKED_BATCH];
+    struct vhost_offload ol[VIRTQ_PACKED_BATCH];
+    uint8_t *hva[VIRTQ_PACKED_BATCH];
+    int i;
+
+    if (pos & (VIRTQ_PACKED_BATCH - 1)
+        || pos + VIRTQ_PACKED_BATCH > vq->size) {
+        return false;
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        d[i].flags = __atomic_load_n(&ring[pos + i].flags, __ATOMIC_ACQUIRE);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        if (!vring_packed_desc_is_avail(d[i].flags, vq->avail_wrap_counter)
+            || d[i].flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT
+                             | VRING_DESC_F_WRITE)) {
+            return false;
+        }
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        d[i].addr = __atomic_load_n(&ring[pos + i].addr, __ATOMIC_RELAXED);
+        d[i].len = __atomic_load_n(&ring[pos + i].len, __ATOMIC_RELAXED);
+        d[i].id = __atomic_load_n(&ring[pos + i].id, __ATOMIC_RELAXED);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        uint64_t avail = d[i].len;
+
+        if (d[i].id >= vq->size || d[i].len < hdr_len
+            || d[i].len - hdr_len > VIRTQ_MAX_PKT_LEN) {
+            return false;
+        }
+        hva[i] = guest_mem_gpa_to_hva(ctx->mem, d[i].addr, &avail);
+        if (!hva[i] || avail != d[i].len) {
+            return false;
+        }
+        __builtin_prefetch(hva[i]);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        /* The header, read once into a local before it is checked. */
+        struct virtio_net_hdr hdr;
+
+        memset(&hdr, 0, sizeof hdr);
+        memcpy(&hdr, hva[i], hdr_len);
+        if (!virtio_net_hdr_parse(&hdr, d[i].len - hdr_len, &ol[i])
+            || !virtq_get_buf(&pkts[i], d[i].len - hdr_len, alloc)) {
+            return false;
+        }
+    }
+
+    /* Committed: every descriptor of the batch is used. */
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        struct vhost_pkt *p = &pkts[i];
+
+        p->len = d[i].len - hdr_len;
+        p->ol = ol[i];
+        memcpy(p->data, hva[i] + hdr_len, p->len);
+        virtq_count_pkt(&vq->stats, p->data, p->len);
+        virtq_packed_shadow_add__(sh, d[i].id, 1, 0);
+    }
+    virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
+                           VIRTQ_PACKED_BATCH, vq->size);
+    return true;
+}
+
+static inline unsigned int
+virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
+                       struct vhost_pkt *pkts, unsigned int n,
+                       const struct vhost_pkt_alloc *alloc,
+                       const uint32_t hdr_len, const bool event_idx)
+{
+    struct virtq_packed_shadow sh;
+    struct virtq_segs segs;
+    uint16_t old_idx = vq->last_used_idx;
+    bool old_wrap = vq->used_wrap_counter;
+    unsigned int out = 0;
+    unsigned int chains = 0;
+
+    if (OVS_UNLIKELY(vq->broken)) {
+        return 0;
+    }
+    n = MIN(n, VHOST_MAX_BURST);
+    sh.n = 0;
+    while (out < n && chains < VHOST_MAX_BURST) {
+        if (out + VIRTQ_PACKED_BATCH <= n
+            && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
+                                            hdr_len)) {
+            out += VIRTQ_PACKED_BATCH;
+            chains += VIRTQ_PACKED_BATCH;
+            continue;
+        }
+
+        struct virtq_packed_chain c;
+        segs.n = 0;
+        int reason = virtq_packed_walk__(vq, ctx->mem, vq->last_avail_idx,
+                                         vq->avail_wrap_counter, false,
+                                         &segs, &c);
+        if (reason == -2) {
+            break;              /* Nothing more available. */
+        }
+        if (OVS_LIKELY(reason < 0)
+            && OVS_UNLIKELY(c.len < hdr_len
+                            || c.len - hdr_len > VIRTQ_MAX_PKT_LEN)) {
+            reason = c.len < hdr_len ? VHOST_DROP_SHORT_HDR
+                                     : VHOST_DROP_TOO_BIG;
+        }
+        if (OVS_LIKELY(reason < 0)) {
+            uint32_t pkt_len = c.len - hdr_len;
+            if (OVS_UNLIKELY(!virtq_get_buf(&pkts[out], pkt_len, alloc))) {
+                break;          /* No buffer: the chain stays available. */
+            }
+            if (virtq_packed_copy_out__(vq, &segs, &c, &pkts[out], pkt_len,
+                                        hdr_len)) {
+                out++;
+            }
+        } else {
+            virtq_drop(vq, reason);
+        }
+        virtq_packed_shadow_add__(&sh, c.id, c.count, 0);
+        virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
+                               c.count, vq->size);
+        chains++;
+    }
+
+    virtq_packed_flush_used__(vq, ctx, &sh);
+    virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    return out;
+}
+
+/* Enqueue: the embedder's packets into the guest's RX ring. */
+
+/* Reserves guest buffers for 'need' bytes from ring position '*posp' /
+ * '*wrapp' on: one chain, or with 'mrg' as many as it takes.  Chains that
+ * break a rule are dropped into 'sh' as they come, but only those ahead of
+ * the first good chain stay consumed if the packet does not fit.  Stores
+ * the good chains in 'chains' and advances '*posp' past what is consumed.
+ * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out, or
+ * VHOST_DROP_TOO_BIG if the packet can never fit. */
+static inline int
+virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
+                       struct virtq_packed_shadow *sh, uint32_t need,
+                       const bool mrg, struct virtq_segs *segs,
+                       struct virtq_packed_chain *chains,
+                       unsigned int *n_chainsp, unsigned int *drop_budgetp)
+{
+    uint8_t reasons[VIRTQ_PACKED_SHADOW_SIZE];
+    unsigned int sh_start = sh->n;
+    unsigned int leading_dropped = 0;
+    uint16_t lead_pos = vq->last_avail_idx;
+    bool lead_wrap = vq->avail_wrap_counter;
+    uint16_t pos = vq->last_avail_idx;
+    bool wrap = vq->avail_wrap_counter;
+    unsigned int n_chains = 0;
+    uint64_t have = 0;
+
+    segs->n = 0;
+    while (have < need) {
+        if (sh->n + n_chains >= VIRTQ_PACKED_SHADOW_SIZE
+            || n_chains >= (mrg ? VIRTQ_MAX_CHAINS_PER_PKT : 1)
+            || sh->n - sh_start >= *drop_budgetp) {
+            break;
+        }
+
+        struct virtq_packed_chain *c = &chains[n_chains];
+        unsigned int first = segs->n;
+        int reason = virtq_packed_walk__(vq, ctx->mem, pos, wrap, true,
+                                         segs, c);
+        if (reason == -2) {
+            break;
+        }
+        virtq_packed_advance__(&pos, &wrap, c->count, vq->size);
+        if (OVS_UNLIKELY(reason >= 0)) {
+            reasons[sh->n - sh_start] = reason;
+            virtq_packed_shadow_add__(sh, c->id, c->count, 0);
+            segs->n = first;
+            if (!n_chains) {
+                leading_dropped++;
+                lead_pos = pos;
+                lead_wrap = wrap;
+            }
+            continue;
+        }
+        n_chains++;
+        have += c->len;
+    }
+
+    *n_chainsp = n_chains;
+    if (have >= need) {
+        for (unsigned int k = 0; k < sh->n - sh_start; k++) {
+            virtq_drop(vq, reasons[k]);
+        }
+        *drop_budgetp -= sh->n - sh_start;
+        vq->last_avail_idx = pos;
+        vq->avail_wrap_counter = wrap;
+        return -1;
+    }
+
+    for (unsigned int k = 0; k < leading_dropped; k++) {
+        virtq_drop(vq, reasons[k]);
+    }
+    *drop_budgetp -= leading_dropped;
+    sh->n = sh_start + leading_dropped;
+    vq->last_avail_idx = lead_pos;
+    vq->avail_wrap_counter = lead_wrap;
+    if (!mrg && n_chains) {
+        return VHOST_DROP_TOO_BIG;
+    }
+    return mrg && n_chains >= VIRTQ_MAX_CHAINS_PER_PKT
+           ? VHOST_DROP_TOO_BIG : VHOST_DROP_NO_BUFS;
+}
+
+static inline unsigned int
+virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
+                       const struct vhost_pkt *pkts, unsigned int n,
+                       const uint32_t hdr_len, const bool mrg,
+                       const bool event_idx)
+{
+    struct virtq_packed_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
+    struct virtq_packed_shadow sh;
+    struct virtq_segs segs;
+    uint16_t old_idx = vq->last_used_idx;
+    bool old_wrap = vq->used_wrap_counter;
+    unsigned int drop_budget = VHOST_MAX_BURST;
+    unsigned int done = 0;
+
+    if (OVS_UNLIKELY(vq->broken)) {
+        return 0;
+    }
+    sh.n = 0;
+    n = MIN(n, VHOST_MAX_BURST);
+
+    while (done < n) {
+        const struct vhost_pkt *p = &pkts[done];
+        unsigned int n_chains;
+
+        int reason = virtq_packed_reserve__(vq, ctx, &sh, hdr_len + p->len,
+                                            mrg, &segs, chains, &n_chains,
+                                            &drop_budget);
+        if (OVS_UNLIKELY(reason >= 0)) {
+            if (reason == VHOST_DROP_TOO_BIG) {
+                vq->stats.drops[VHOST_DROP_TOO_BIG]++;
+                done++;
+                continue;
+            }
+            break;
+        }
+
+        struct virtio_net_hdr hdr;
+        unsigned int seg = 0;
+        uint32_t off = 0;
+        virtio_net_hdr_build(&hdr, &p->ol, n_chains);
+        if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
+            memcpy(segs.segs[0].hva, &hdr, hdr_len);
+            off = hdr_len;
+        } else {
+            vhost_cold_scatter(&segs, &seg, &off, &hdr, hdr_len);
+        }
+
+        const uint8_t *src = p->data;
+        uint32_t left = p->len;
+        for (unsigned int c = 0; c < n_chains; c++) {
+            struct virtq_packed_chain *ch = &chains[c];
+            unsigned int end = ch->first_seg + ch->n_segs;
+            uint32_t written = c == 0 ? MIN(hdr_len, ch->len) : 0;
+
+            if (seg < ch->first_seg) {
+                seg = ch->first_seg;
+                off = 0;
+            }
+            for (; seg < end && left; seg++, off = 0) {
+                struct virtq_seg *s = &segs.segs[seg];
+                uint32_t n_bytes = MIN(left, s->len - off);
+
+                memcpy(s->hva + off, src, n_bytes);
+                if (OVS_UNLIKELY(ctx->log)) {
+                    vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
+                }
+                src += n_bytes;
+                left -= n_bytes;
+                written += n_bytes;
+                if (off + n_bytes < s->len) {
+                    off += n_bytes;
+                    break;
+                }
+            }
+            virtq_packed_shadow_add__(&sh, ch->id, ch->count, written);
+        }
+        if (OVS_UNLIKELY(ctx->log)) {
+            uint32_t hl = hdr_len;
+            for (unsigned int s = 0; s < segs.n && hl; s++) {
+                uint32_t n_bytes = MIN(hl, segs.segs[s].len);
+                vhost_dirty_log_write(ctx->log, segs.segs[s].gpa, n_bytes);
+                hl -= n_bytes;
+            }
+        }
+        virtq_count_pkt(&vq->stats, p->data, p->len);
+        done++;
+    }
+
+    virtq_packed_flush_used__(vq, ctx, &sh);
+    virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    return done;
+}
+
+/* The specialised burst functions, one per combination in use. */
+
+#define VIRTQ_PACKED_DEQUEUE(NAME, HDR_LEN, EVENT_IDX)                      \
+    static unsigned int                                                     \
+    NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
+         unsigned int n, const struct vhost_pkt_alloc *alloc)               \
+    {                                                                       \
+        return virtq_packed_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,     \
+                                      EVENT_IDX);                           \
+    }
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true)
+
+#define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX)                 \
+    static unsigned int                                                     \
+    NAME(struct virtq *vq, struct virtq_ctx *ctx,                           \
+         const struct vhost_pkt *pkts, unsigned int n)                      \
+    {                                                                       \
+        return virtq_packed_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,       \
+                                      EVENT_IDX);                           \
+    }
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg, 12, true, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx, 12, true, true)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12, 12, false, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12_evidx, 12, false, true)
+
+/* Stores in 'vq' the packed burst functions for the negotiated options.
+ * The packed ring needs VIRTIO_F_VERSION_1, so the header is 12 bytes. */
+void
+virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx)
+{
+    vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx
+                            : virtq_packed_dequeue_hdr12;
+    if (mrg) {
+        vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx
+                                : virtq_packed_enqueue_mrg;
+    } else {
+        vq->enqueue = event_idx ? virtq_packed_enqueue_hdr12_evidx
+                                : virtq_packed_enqueue_hdr12;
+    }
+}
