@@ -81,14 +81,6 @@ virtq_packed_read_desc__(const struct vring_packed_desc *ring, uint16_t i)
     return d;
 }
 
-static inline uint16_t
-virtq_packed_peek_flags__(const struct virtq *vq, uint16_t i)
-{
-    const struct vring_packed_desc *ring = vq->desc;
-
-    return __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
-}
-
 /* Walks the indirect table of 'd' into 'segs'.  §2.8.19: the table's
  * descriptors are used in order, and none may itself be indirect. */
 static int

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
+#include "vhost-log.h"
 #include "virtio.h"
 #include "virtio-net-hdr.h"
 #include "virtq-packed.h"
@@ -116,6 +117,23 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
     vq->desc = desc;
     vq->avail = avail;
     vq->used = used;
+
+    if (!vq->packed) {
+        /* A frontend that kept its rings while we restarted (DPDK
+         * virtio-user in server mode) sends SET_VRING_BASE 0 even though
+         * its ring moved on.  The used index is ours to write, so it is
+         * where we stopped: resume there, as DPDK's vhost library does.
+         * Packets in flight at the restart are lost or sent again. */
+        uint16_t used_idx = __atomic_load_n(&((uint16_t *) used)[1],
+                                            __ATOMIC_ACQUIRE);
+        if (used_idx != vq->last_used_idx) {
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: used index "
+                         "%u differs from the base %u; resuming from the "
+                         "used index", vq->index, used_idx,
+                         vq->last_used_idx);
+            vq->last_used_idx = vq->last_avail_idx = used_idx;
+        }
+    }
     return true;
 }
 

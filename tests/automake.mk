@@ -12,6 +12,7 @@ TESTSUITE_AT = \
 	tests/engine.at \
 	tests/datapath.at \
 	tests/testpmd.at \
+	tests/testpmd-datapath.at \
 	tests/configure.at
 
 TESTSUITE = $(srcdir)/tests/testsuite

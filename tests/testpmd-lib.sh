@@ -9,7 +9,7 @@
 #   DIR/NAME.pid         pid of dpdk-testpmd
 #   DIR/NAME.keeper.pid  pid of the `sleep` that keeps the command fifo open
 #   DIR/NAME.in          fifo connected to testpmd's stdin (interactive -i)
-#   DIR/NAME.prefix      EAL --file-prefix used (NAME plus $$)
+#   DIR/NAME.prefix      EAL --file-prefix used (NAME, $$ and a hash of DIR)
 #   DIR/NAME.cmdline     the full command line, for the record
 #   DIR/NAME.fwd         CPU slot (0|1) of its forwarding lcore
 # testpmd always runs interactively (-i) reading commands from DIR/NAME.in;
@@ -28,6 +28,9 @@
 #   tpmd_cmd fe "$D" stop; tpmd_port_counts be "$D" 0    # -> "RX TX"
 #   tpmd_stop fe "$D"; tpmd_stop be "$D"
 # (dash runs no EXIT trap when killed by a signal, hence the second trap.)
+#
+# Also here: tpmd_cpu and tpmd_sum, and vfwd_* helpers that run
+# ovs-vhost-fwd beside testpmd the same way (see the end of this file).
 #
 # Tunables (environment):
 #   TPMD_BIN        testpmd binary             (default: dpdk-testpmd)
@@ -158,7 +161,9 @@ tpmd_start () {
     if tpmd_running "$name" "$dir"; then
         echo "tpmd_start: $name already running in $dir" >&2; return 2
     fi
-    prefix=$name$$
+    # Unique per NAME and DIR: autotest -j runs test groups in subshells
+    # that share $$, and testpmds with one --file-prefix collide.
+    prefix=$name$$-$(printf '%s' "$dir" | cksum | cut -d' ' -f1)
     fifo=$dir/$name.in
     log=$dir/$name.log
     rm -f "$fifo" "$dir/$name.pid" "$dir/$name.keeper.pid" "$dir/$name.fwd"
@@ -361,5 +366,166 @@ tpmd_stop_all () {
         case $f in *.keeper.pid) continue ;; esac
         n=${f##*/}; n=${n%.pid}
         tpmd_stop "$n" "$1"
+    done
+}
+
+# --- CPUs -----------------------------------------------------------------
+
+# tpmd_cpu SLOT: print the CPU number of slot 0 or 1, the first two CPUs
+#   this process may run on (the CPUs tpmd_start places lcores on).  With a
+#   single CPU both slots print it.  Use it to keep another busy thread off
+#   testpmd's forwarding lcore: TPMD_FWD_CPU=0 and ovs-vhost-fwd
+#   --cpu=$(tpmd_cpu 1).
+tpmd_cpu () {
+    local cpus
+    cpus=$(_tpmd_cpus)
+    if [ "${1:-0}" = 1 ] && [ "${cpus#* }" != "$cpus" ]; then
+        echo "${cpus#* }"
+    else
+        echo "${cpus%% *}"
+    fi
+}
+
+# tpmd_sum NAME DIR FIELD N_PORTS: print FIELD of "show port stats"
+#   (RX-packets, TX-packets, ...) summed over ports 0..N_PORTS-1.
+tpmd_sum () {
+    local p=0 sum=0 v
+    while [ $p -lt "$4" ]; do
+        v=$(tpmd_port_stat "$1" "$2" $p "$3")
+        [ -n "$v" ] || { echo "?"; return 1; }
+        sum=$((sum + v))
+        p=$((p + 1))
+    done
+    echo $sum
+}
+
+# --- ovs-vhost-fwd beside testpmd -----------------------------------------
+#
+# ovs-vhost-fwd instances, by NAME in DIR, like testpmd's:
+#   DIR/NAME.log      stdout+stderr of ovs-vhost-fwd
+#   DIR/NAME.fwdpid   its pid (not *.pid: tpmd_stop_all owns those)
+# It prints "stats PORT k=v ..." lines then "stats done" on SIGUSR1, pauses
+# txonly generation on SIGUSR2 ("pmd: txonly paused"), and on SIGTERM
+# prints "total PORT k=v ..." lines and "exiting".
+#
+# Tunables: VFWD_BIN   the binary (default: ovs-vhost-fwd, from PATH)
+
+VFWD_BIN=${VFWD_BIN:-ovs-vhost-fwd}
+
+# vfwd_start NAME DIR [ovs-vhost-fwd args...]: start one in the background.
+vfwd_start () {
+    local name="$1" dir="$2"
+    shift 2
+    mkdir -p "$dir" || return 2
+    if vfwd_running "$name" "$dir"; then
+        echo "vfwd_start: $name already running in $dir" >&2; return 2
+    fi
+    echo "$VFWD_BIN $*" > "$dir/$name.cmdline"
+    "$VFWD_BIN" "$@" > "$dir/$name.log" 2>&1 < /dev/null \
+        3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+    echo $! > "$dir/$name.fwdpid"
+}
+
+# vfwd_pid NAME DIR: print its pid.
+vfwd_pid () { _tpmd_read "$2/$1.fwdpid"; }
+
+# vfwd_running NAME DIR: true if it is alive.
+vfwd_running () { _tpmd_alive "$(vfwd_pid "$1" "$2")" "${VFWD_BIN##*/}"; }
+
+# vfwd_count NAME DIR REGEX: how many lines of its log match.
+vfwd_count () { grep -Ec -- "$3" "$2/$1.log" 2>/dev/null; }
+
+# vfwd_wait_log NAME DIR REGEX [TIMEOUT_S=30] [MIN_COUNT=1]: wait until at
+#   least MIN_COUNT lines of the log match REGEX.  Returns 1 on timeout, 2
+#   if ovs-vhost-fwd exited first.
+vfwd_wait_log () {
+    local end
+    end=$(( $(_tpmd_now) + ${4:-30} ))
+    while [ "$(vfwd_count "$1" "$2" "$3")" -lt "${5:-1}" ]; do
+        vfwd_running "$1" "$2" || return 2
+        [ "$(_tpmd_now)" -lt "$end" ] || return 1
+        _tpmd_nap
+    done
+}
+
+# vfwd_wait_queues NAME DIR PORT QUEUE_PAIRS [TIMEOUT_S=60]: wait until
+#   every vring of PORT's first QUEUE_PAIRS pairs is enabled.
+vfwd_wait_queues () {
+    local q=0
+    while [ $q -lt $((2 * $4)) ]; do
+        vfwd_wait_log "$1" "$2" "^$3: queue $q enabled" "${5:-60}" || return $?
+        q=$((q + 1))
+    done
+}
+
+# vfwd_dump NAME DIR: make it print its statistics, and wait for them.
+vfwd_dump () {
+    local n
+    n=$(vfwd_count "$1" "$2" '^stats done')
+    kill -USR1 "$(vfwd_pid "$1" "$2")" 2>/dev/null || return 2
+    vfwd_wait_log "$1" "$2" '^stats done' 10 $((n + 1))
+}
+
+# vfwd_field NAME DIR KIND PORT FIELD: print FIELD of the last "KIND PORT"
+#   line of the log (KIND: stats, total, "total engine").
+vfwd_field () {
+    grep -- "^$3 $4 " "$2/$1.log" | tail -1 | tr ' ' '\n' |
+        sed -n "s/^$5=//p"
+}
+
+# vfwd_stat NAME DIR PORT FIELD: print a current counter (rx, tx, drop,
+#   verify_errors, ...) of PORT (p0, p1, ...).
+vfwd_stat () {
+    vfwd_dump "$1" "$2" >/dev/null || return $?
+    vfwd_field "$1" "$2" stats "$3" "$4"
+}
+
+# vfwd_total NAME DIR PORT FIELD: print a counter from the totals it
+#   printed on exit.
+vfwd_total () { vfwd_field "$1" "$2" total "$3" "$4"; }
+
+# vfwd_vring_packets NAME DIR PORT VRING: print the engine's packet count
+#   for one vring, from the totals printed on exit (0 if none).
+vfwd_vring_packets () {
+    local v
+    v=$(grep -- "^total engine $3 vring=$4 " "$2/$1.log" | tail -1 |
+        tr ' ' '\n' | sed -n 's/^packets=//p')
+    echo "${v:-0}"
+}
+
+# vfwd_pause NAME DIR: stop (or restart) txonly generation, and wait until
+#   no generated packet is still on its way.
+vfwd_pause () {
+    local n
+    n=$(vfwd_count "$1" "$2" '^pmd: txonly (paused|resumed)')
+    kill -USR2 "$(vfwd_pid "$1" "$2")" 2>/dev/null || return 2
+    vfwd_wait_log "$1" "$2" '^pmd: txonly (paused|resumed)' 10 $((n + 1))
+}
+
+# vfwd_stop NAME DIR: SIGTERM (it prints its totals), then SIGKILL after
+#   10 s.  Returns 0 if it exited by itself after printing "exiting".
+vfwd_stop () {
+    local pid pat rc=0
+    pid=$(vfwd_pid "$1" "$2")
+    pat=${VFWD_BIN##*/}
+    if [ -n "$pid" ] && _tpmd_alive "$pid" "$pat"; then
+        kill -TERM "$pid" 2>/dev/null
+        if ! _tpmd_wait_gone "$pid" "$pat" 10; then
+            rc=1
+            kill -KILL "$pid" 2>/dev/null
+            _tpmd_wait_gone "$pid" "$pat" 5
+        fi
+    fi
+    rm -f "$2/$1.fwdpid"
+    [ $rc = 0 ] && grep -q '^exiting' "$2/$1.log" 2>/dev/null
+}
+
+# vfwd_stop_all DIR: vfwd_stop every instance with a pid file in DIR.
+vfwd_stop_all () {
+    local f n
+    for f in "$1"/*.fwdpid; do
+        [ -e "$f" ] || continue
+        n=${f##*/}; n=${n%.fwdpid}
+        vfwd_stop "$n" "$1"
     done
 }

@@ -6,4 +6,19 @@ utilities_ovs_vhost_fwd_SOURCES = utilities/ovs-vhost-fwd.c
 # binary (no libtool wrapper between a test and the pid it signals).
 utilities_ovs_vhost_fwd_LDADD = lib/libovs-vhost-core.la
 
-EXTRA_DIST += utilities/ovs-vhost-demo.sh utilities/install-deps.sh
+EXTRA_DIST += \
+	utilities/ovs-vhost-demo.sh \
+	utilities/install-deps.sh \
+	utilities/ovs-vhost-bench.sh \
+	docs/benchmark.md
+
+# `make bench`: ovs-vhost-fwd against DPDK's vhost PMD, with testpmd's
+# virtio-user as the frontend (docs/benchmark.md).  Not a test: it takes a
+# few minutes and its figures depend on the machine.  Results go to
+# bench/ in the build tree; BENCHFLAGS passes options to the script, e.g.
+# `make bench BENCHFLAGS='--reps 5 --duration 10'`.
+bench: utilities/ovs-vhost-fwd
+	$(SHELL) '$(srcdir)/utilities/ovs-vhost-bench.sh' \
+	  --fwd '$(abs_builddir)/utilities/ovs-vhost-fwd' \
+	  --out '$(abs_builddir)/bench' $(BENCHFLAGS)
+.PHONY: bench

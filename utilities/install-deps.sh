@@ -3,7 +3,7 @@
 # Safe to run again: packages already there are skipped by apt-get.
 set -e
 
-pkgs="autoconf automake libtool pkg-config make gcc clang
+pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
       libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3"
 
 missing=

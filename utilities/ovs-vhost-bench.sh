@@ -1,0 +1,305 @@
+#! /bin/sh
+# ovs-vhost-bench.sh -- ovs-vhost-fwd against DPDK's vhost PMD, side by side.
+#
+# The same frontend, DPDK testpmd with two virtio-user ports in io
+# forwarding, is run in a loop (start tx_first) against two backends in
+# turn, each forwarding port 0 <-> port 1 on its own pinned CPU:
+#
+#   dpdk  dpdk-testpmd --vdev net_vhost0,... --vdev net_vhost1,... in io
+#         mode, with --record-core-cycles;
+#   ovs   ovs-vhost-fwd --mode=io.
+#
+# For each row (frame size x mergeable RX buffers on/off) and backend it
+# measures, REPS times over DURATION seconds, the packets the backend
+# delivered to the frontend (Mpps, summed over both ports, counted by the
+# frontend) and the backend's cycles per packet: testpmd's "CPU
+# cycles/packet" (show fwd stats all) for DPDK, ovs-vhost-fwd's own count
+# for ours; both count only polls that moved packets, per packet received.
+# The median of the REPS runs is kept.
+#
+# Output, in OUT (default ./bench): raw.csv (every run), summary.csv,
+# table.md (the table, also printed) and bench.png (gnuplot bar chart; the
+# script installs gnuplot-nox with apt-get if it is missing), logs/.
+#
+# Usage: ovs-vhost-bench.sh [--fwd PATH] [--out DIR] [--duration S]
+#            [--reps N] [--sizes "64 1518"] [--mrg "0 1"] [--queues N]
+#            [--tx-first N] [--backends "dpdk ovs"]
+# `make bench` runs it on the build tree (BENCHFLAGS= passes options).
+#
+# Runs as root on Linux with dpdk-testpmd (Debian package dpdk) and no
+# hugepages; needs two CPUs to mean anything (the frontend's forwarding
+# lcore on the first allowed CPU, the backend's on the second).
+set -u
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+. "$srcdir/tests/testpmd-lib.sh"
+
+fwd=
+out=bench
+duration=5
+reps=3
+sizes="64 1518"
+mrgs="0 1"
+queues=1
+tx_first=8
+backends="dpdk ovs"
+warmup=2
+
+usage () {
+    sed -n '2,/^set -u/p' "$0" | sed -n 's/^# \{0,1\}//p'
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --fwd) fwd=$2; shift ;;
+    --out) out=$2; shift ;;
+    --duration) duration=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --sizes) sizes=$2; shift ;;
+    --mrg) mrgs=$2; shift ;;
+    --queues) queues=$2; shift ;;
+    --tx-first) tx_first=$2; shift ;;
+    --backends) backends=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "ovs-vhost-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if [ -z "$fwd" ]; then
+    for f in "$PWD/utilities/ovs-vhost-fwd" "$srcdir/utilities/ovs-vhost-fwd"; do
+        [ -x "$f" ] && { fwd=$f; break; }
+    done
+fi
+case $fwd in /*) ;; ?*) fwd=$PWD/$fwd ;; esac
+if [ -z "$fwd" ] || [ ! -x "$fwd" ]; then
+    echo "ovs-vhost-bench: no ovs-vhost-fwd binary (build it, or --fwd PATH)" >&2
+    exit 2
+fi
+VFWD_BIN=$fwd
+tpmd_available || { echo "ovs-vhost-bench: dpdk-testpmd not found" >&2; exit 2; }
+
+mkdir -p "$out/logs" || exit 2
+out=$(cd "$out" && pwd)
+work=$(mktemp -d /tmp/ovs-vhost-bench.XXXXXX) || exit 2
+TPMD_MEM=${TPMD_MEM:-1024}
+export TPMD_MEM
+fe_cpu=$(tpmd_cpu 0)
+be_cpu=$(tpmd_cpu 1)
+
+cleanup () {
+    for d in "$work"/*/; do
+        [ -d "$d" ] || continue
+        vfwd_stop_all "${d%/}" >/dev/null 2>&1
+        tpmd_stop_all "${d%/}" >/dev/null 2>&1
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+log () { echo "ovs-vhost-bench: $*" >&2; }
+
+now () { date +%s.%N; }
+
+# others_busy: the median number of tasks runnable at once, besides the
+# one sampling, over 10 samples in a second, taken while nothing of ours
+# runs.  0 or 1 on an idle machine; more means someone else is using the
+# CPUs and the figures are not to be trusted.
+others_busy () {
+    local i=0
+    while [ $i -lt 10 ]; do
+        cut -d' ' -f4 /proc/loadavg
+        sleep 0.1
+        i=$((i + 1))
+    done | awk -F/ '{ print $1 - 1 }' | sort -n | sed -n 5p
+}
+
+# fe_rx D: RX-packets of the frontend, summed over its ports, from one
+# "show port stats all".
+fe_rx () {
+    tpmd_cmd fe "$1" "show port stats all" |
+        awk '$1 == "RX-packets:" { s += $2 } END { print s + 0 }'
+}
+
+# fwd_cycles_rx D: "CYCLES RX" of ovs-vhost-fwd now, summed over ports.
+fwd_cycles_rx () {
+    vfwd_dump be "$1" >/dev/null || return 1
+    grep '^stats p[0-9]* ' "$1/be.log" | tail -2 | tr ' ' '\n' |
+        awk -F= '$1 == "cycles" { c += $2 } $1 == "rx" { r += $2 }
+                 END { print c + 0, r + 0 }'
+}
+
+# run_backend BACKEND SIZE MRG: one row for one backend; appends
+# "BACKEND,SIZE,MRG,REP,MPPS,CPP" lines to raw.csv.
+run_backend () {
+    local be=$1 size=$2 mrg=$3 D rep t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
+    D=$work/$be-$size-$mrg
+    mkdir -p "$D"
+    busy=$(others_busy)
+    [ "$busy" -gt 1 ] &&
+        log "  warning: $busy other task(s) runnable before the run: figures may be off"
+    case $be in
+    dpdk)
+        TPMD_FWD_CPU=1 tpmd_start be "$D" \
+            "net_vhost0,iface=$D/s0,queues=$queues net_vhost1,iface=$D/s1,queues=$queues" \
+            --rxq="$queues" --txq="$queues" --forward-mode=io \
+            --record-core-cycles || return 1
+        tpmd_wait_ready be "$D" 60 || return 1
+        tpmd_cmd be "$D" start >/dev/null || return 1
+        ;;
+    ovs)
+        vfwd_start be "$D" --server "$D/s0" --server "$D/s1" \
+            --queues "$queues" --mode=io --cpu="$be_cpu" || return 1
+        vfwd_wait_log be "$D" '^p1: listening' 10 || return 1
+        ;;
+    esac
+
+    TPMD_FWD_CPU=0 tpmd_start fe "$D" \
+        "net_virtio_user0,path=$D/s0,queues=$queues,mrg_rxbuf=$mrg net_virtio_user1,path=$D/s1,queues=$queues,mrg_rxbuf=$mrg" \
+        --rxq="$queues" --txq="$queues" --forward-mode=io \
+        --txpkts="$size" || return 1
+    tpmd_wait_ready fe "$D" 60 || return 1
+    if [ "$be" = ovs ]; then
+        vfwd_wait_queues be "$D" p0 "$queues" && vfwd_wait_queues be "$D" p1 "$queues" || return 1
+    fi
+    tpmd_cmd fe "$D" "start tx_first $tx_first" >/dev/null || return 1
+    sleep "$warmup"
+
+    rep=1
+    while [ $rep -le "$reps" ]; do
+        case $be in
+        dpdk) tpmd_cmd be "$D" "clear fwd stats all" >/dev/null ;;
+        ovs) c0=$(fwd_cycles_rx "$D") || return 1 ;;
+        esac
+        rx0=$(fe_rx "$D"); t0=$(now)
+        sleep "$duration"
+        rx1=$(fe_rx "$D"); t1=$(now)
+        case $be in
+        dpdk)
+            cpp=$(tpmd_cmd be "$D" "show fwd stats all" |
+                  sed -n 's/.*CPU cycles\/packet=\([0-9.]*\).*/\1/p' | tail -1)
+            ;;
+        ovs)
+            c1=$(fwd_cycles_rx "$D") || return 1
+            cpp=$(echo "$c0 $c1" | awk '{ d = $4 - $2; printf "%.2f", d ? ($3 - $1) / d : 0 }')
+            ;;
+        esac
+        mpps=$(echo "$rx0 $rx1 $t0 $t1" | awk '{ printf "%.3f", ($2 - $1) / ($4 - $3) / 1e6 }')
+        line="$be,$size,$mrg,$rep,$mpps,${cpp:-0},$busy"
+        echo "$line" >> "$out/raw.csv"
+        log "  $be size=$size mrg_rxbuf=$mrg run $rep: $mpps Mpps, ${cpp:-?} cycles/packet"
+        rep=$((rep + 1))
+    done
+
+    tpmd_cmd fe "$D" stop >/dev/null
+    tpmd_stop fe "$D" >/dev/null
+    case $be in
+    dpdk) tpmd_stop be "$D" >/dev/null ;;
+    ovs) vfwd_stop be "$D" ;;
+    esac
+    for f in "$D"/*.log; do
+        [ -e "$f" ] && cp "$f" "$out/logs/$be-$size-mrg$mrg-${f##*/}"
+    done
+    return 0
+}
+
+# median BACKEND SIZE MRG COLUMN: median of COLUMN (5: Mpps, 6: cycles)
+# over the runs in raw.csv.
+median () {
+    awk -F, -v b="$1" -v s="$2" -v m="$3" -v c="$4" \
+        '$1 == b && $2 == s && $3 == m { print $c }' "$out/raw.csv" |
+        sort -g | awk '{ v[NR] = $1 }
+            END { if (!NR) print "nan";
+                  else if (NR % 2) print v[(NR + 1) / 2];
+                  else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "backend,size,mrg_rxbuf,run,mpps,cycles_per_packet,others_busy" > "$out/raw.csv"
+log "frontend forwarding lcore on CPU $fe_cpu, backend on CPU $be_cpu;" \
+    "$reps runs of ${duration}s per row and backend"
+status=0
+for size in $sizes; do
+    for mrg in $mrgs; do
+        for be in $backends; do
+            log "$be: ${size} B, mrg_rxbuf=$mrg"
+            if ! run_backend "$be" "$size" "$mrg"; then
+                log "$be: ${size} B, mrg_rxbuf=$mrg FAILED (logs in $out/logs)"
+                for f in "$work/$be-$size-$mrg"/*.log; do
+                    [ -e "$f" ] && cp "$f" "$out/logs/$be-$size-mrg$mrg-${f##*/}"
+                done
+                vfwd_stop_all "$work/$be-$size-$mrg" >/dev/null 2>&1
+                tpmd_stop_all "$work/$be-$size-$mrg" >/dev/null 2>&1
+                status=1
+            fi
+        done
+    done
+done
+
+# Summary: one row per size x mrg.
+echo "size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio" > "$out/summary.csv"
+for size in $sizes; do
+    for mrg in $mrgs; do
+        dm=$(median dpdk "$size" "$mrg" 5); dc=$(median dpdk "$size" "$mrg" 6)
+        om=$(median ovs "$size" "$mrg" 5); oc=$(median ovs "$size" "$mrg" 6)
+        echo "$size $mrg $dm $dc $om $oc" | awk '{
+            r1 = ($3 + 0 > 0) ? sprintf("%.2f", $5 / $3) : "nan"
+            r2 = ($4 + 0 > 0) ? sprintf("%.2f", $6 / $4) : "nan"
+            printf "%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, r1, r2 }' \
+            >> "$out/summary.csv"
+    done
+done
+
+{
+    echo "| frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK |"
+    echo "|---:|:---:|---:|---:|---:|---:|---:|---:|"
+    tail -n +2 "$out/summary.csv" | awk -F, '{
+        printf "| %s B | %s | %s | %s | %s | %s | %s | %s |\n", $1, ($2 ? "on" : "off"), $3, $4, $5, $6, $7, $8 }'
+    echo
+    echo "Median of $reps runs of ${duration} s; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues) as the frontend;"
+    echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
+    echo "$(uname -srm); $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
+         "$(dpkg-query -W -f='dpdk ${Version}' dpdk 2>/dev/null)."
+} > "$out/table.md"
+cat "$out/table.md"
+
+# The chart.
+if ! command -v gnuplot >/dev/null 2>&1; then
+    log "gnuplot is missing: installing gnuplot-nox (apt-get)."
+    log "NOTE: add gnuplot-nox to utilities/install-deps.sh."
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        { apt-get install -y -q gnuplot-nox || { apt-get update -q && apt-get install -y -q gnuplot-nox; }; } \
+            >"$out/logs/apt-get.log" 2>&1
+    fi
+fi
+if command -v gnuplot >/dev/null 2>&1; then
+    tail -n +2 "$out/summary.csv" |
+        awk -F, '{ printf "\"%s B mrg %s\" %s %s %s %s\n", $1, ($2 ? "on" : "off"), $3, $5, $4, $6 }' \
+        > "$out/chart.dat"
+    gnuplot > "$out/logs/gnuplot.log" 2>&1 <<EOF
+set terminal pngcairo size 1000,450 noenhanced font ",10"
+set output "$out/bench.png"
+set multiplot layout 1,2 title "ovs-vhost-fwd vs DPDK vhost PMD (testpmd virtio-user io loop, split ring)"
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set grid ytics
+set key top right
+set yrange [0:*]
+set title "Throughput (Mpps, higher is better)"
+plot "$out/chart.dat" using 2:xtic(1) title "DPDK vhost", "" using 3 title "ovs-vhost"
+set title "Backend cycles per packet (lower is better)"
+plot "$out/chart.dat" using 4:xtic(1) title "DPDK vhost", "" using 5 title "ovs-vhost"
+unset multiplot
+EOF
+    if [ -s "$out/bench.png" ]; then
+        log "chart: $out/bench.png"
+    else
+        log "gnuplot failed (see $out/logs/gnuplot.log)"
+    fi
+else
+    log "no gnuplot: no chart"
+fi
+log "results: $out/table.md $out/summary.csv $out/raw.csv"
+exit $status
