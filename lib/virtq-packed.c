@@ -334,7 +334,7 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
     uint8_t *dst = p->data;
     for (; seg < end; seg++, off = 0) {
         uint32_t n = segs->segs[seg].len - off;
-        memcpy(dst, segs->segs[seg].hva + off, n);
+        virtq_copy(dst, segs->segs[seg].hva + off, n);
         dst += n;
     }
     p->len = pkt_len;
@@ -412,7 +412,7 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
 
         p->len = d[i].len - hdr_len;
         p->ol = ol[i];
-        memcpy(p->data, hva[i] + hdr_len, p->len);
+        virtq_copy(p->data, hva[i] + hdr_len, p->len);
         virtq_count_pkt(&vq->stats, p->data, p->len);
         virtq_packed_shadow_add__(sh, d[i].id, 1, 0);
     }
@@ -607,6 +607,23 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         unsigned int seg = 0;
         uint32_t off = 0;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
+
+        if (OVS_LIKELY(segs.n == 1 && n_chains == 1)) {
+            /* The usual case: header and packet in one guest buffer. */
+            uint8_t *dst = segs.segs[0].hva;
+
+            memcpy(dst, &hdr, hdr_len);
+            virtq_copy(dst + hdr_len, p->data, p->len);
+            if (OVS_UNLIKELY(ctx->log)) {
+                vhost_dirty_log_write(ctx->log, segs.segs[0].gpa,
+                                      hdr_len + p->len);
+            }
+            virtq_packed_shadow_add__(&sh, chains[0].id, chains[0].count, hdr_len + p->len);
+            virtq_count_pkt(&vq->stats, p->data, p->len);
+            done++;
+            continue;
+        }
+
         if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
             memcpy(segs.segs[0].hva, &hdr, hdr_len);
             off = hdr_len;
@@ -629,7 +646,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                 struct virtq_seg *s = &segs.segs[seg];
                 uint32_t n_bytes = MIN(left, s->len - off);
 
-                memcpy(s->hva + off, src, n_bytes);
+                virtq_copy(s->hva + off, src, n_bytes);
                 if (OVS_UNLIKELY(ctx->log)) {
                     vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
                 }

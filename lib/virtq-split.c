@@ -402,7 +402,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         __builtin_prefetch(dst, 1);
         for (; seg < segs.n; seg++, off = 0) {
             uint32_t n_bytes = segs.segs[seg].len - off;
-            memcpy(dst, segs.segs[seg].hva + off, n_bytes);
+            virtq_copy(dst, segs.segs[seg].hva + off, n_bytes);
             dst += n_bytes;
         }
         p->len = pkt_len;
@@ -554,6 +554,23 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         unsigned int seg = 0;
         uint32_t off = 0;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
+
+        if (OVS_LIKELY(segs.n == 1 && n_chains == 1)) {
+            /* The usual case: header and packet in one guest buffer. */
+            uint8_t *dst = segs.segs[0].hva;
+
+            memcpy(dst, &hdr, hdr_len);
+            virtq_copy(dst + hdr_len, p->data, p->len);
+            if (OVS_UNLIKELY(ctx->log)) {
+                vhost_dirty_log_write(ctx->log, segs.segs[0].gpa,
+                                      hdr_len + p->len);
+            }
+            virtq_split_shadow_add__(&sh, chains[0].head, need);
+            virtq_count_pkt(&vq->stats, p->data, p->len);
+            done++;
+            continue;
+        }
+
         if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
             memcpy(segs.segs[0].hva, &hdr, hdr_len);
             off = hdr_len;
@@ -576,7 +593,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                 struct virtq_seg *s = &segs.segs[seg];
                 uint32_t n_bytes = MIN(left, s->len - off);
 
-                memcpy(s->hva + off, src, n_bytes);
+                virtq_copy(s->hva + off, src, n_bytes);
                 if (OVS_UNLIKELY(ctx->log)) {
                     vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
                 }

@@ -2270,6 +2270,102 @@ test_notify_event_idx(void)
     dp_finish(&dp);
 }
 
+/* SEND_RARP: the next dequeue on queue pair 0 starts with one RARP request
+ * for the MAC, then the guest's packets; once only, and again after the
+ * frontend reconnects with the MAC still stored. */
+static void
+check_rarp(const struct vhost_pkt *p, const uint8_t mac[6])
+{
+    static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+    TU_CHECK_EQ(p->len, 60);
+    TU_CHECK(!memcmp(p->data, bcast, 6));
+    TU_CHECK(!memcmp(p->data + 6, mac, 6));
+    TU_CHECK_EQ(p->data[12], 0x80);             /* ETH_TYPE_RARP */
+    TU_CHECK_EQ(p->data[13], 0x35);
+    TU_CHECK_EQ(p->data[21], 3);                /* Reverse request. */
+    TU_CHECK(!memcmp(p->data + 22, mac, 6));
+    TU_CHECK(!memcmp(p->data + 32, mac, 6));
+}
+
+static void
+test_rarp(void)
+{
+    static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+    struct dp_cfg cfg = cfg_features(DP_FULL);
+    struct tfe_setup setup = { .features_mask = DP_FULL };
+    struct vhost_pkt out[4];
+    struct vhost_queue_stats st;
+    struct dp dp;
+
+    dp_start(&dp, "rarp", &cfg);
+    tu_log("no RARP before SEND_RARP");
+    uint8_t *pkt = new_pkt(&dp, 64, MAC_UNICAST);
+    tx_post(&dp, 0, NULL, pkt, 64, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 1);
+    check_pkt(&out[0], pkt, 64, "before SEND_RARP");
+    release_pkts(out, 4);
+    free(pkt);
+
+    tu_log("SEND_RARP: one RARP ahead of the guest's packet, on pair 0");
+    TU_CHECK_OK(tfe_send_rarp(dp.fe, mac));
+    TU_CHECK(tu_port_info(dp.port).rarp_pending);
+    TU_CHECK_EQ(dq(&dp, 1, out, 4), 0);         /* Not on pair 1. */
+    release_pkts(out, 4);
+    pkt = new_pkt(&dp, 64, MAC_UNICAST);
+    tx_post(&dp, 0, NULL, pkt, 64, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 2);
+    check_rarp(&out[0], mac);
+    check_pkt(&out[1], pkt, 64, "after the RARP");
+    release_pkts(out, 4);
+    free(pkt);
+    TU_CHECK(!tu_port_info(dp.port).rarp_pending);
+    TU_CHECK_OK(vhost_port_get_queue_stats(dp.port, TX(0), &st));
+    TU_CHECK_EQ(st.rarps_injected, 1);
+
+    tu_log("once only");
+    pkt = new_pkt(&dp, 64, MAC_UNICAST);
+    tx_post(&dp, 0, NULL, pkt, 64, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 1);
+    check_pkt(&out[0], pkt, 64, "second burst");
+    release_pkts(out, 4);
+    free(pkt);
+
+    tu_log("a burst of 1 carries just the RARP; the packet waits");
+    TU_CHECK_OK(tfe_send_rarp(dp.fe, mac));
+    pkt = new_pkt(&dp, 64, MAC_UNICAST);
+    tx_post(&dp, 0, NULL, pkt, 64, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 1), 1);
+    check_rarp(&out[0], mac);
+    release_pkts(out, 1);
+    TU_CHECK_EQ(dq(&dp, 0, out, 1), 1);
+    check_pkt(&out[0], pkt, 64, "after a RARP-only burst");
+    release_pkts(out, 1);
+    free(pkt);
+
+    tu_log("the MAC survives a reconnect, and is announced again");
+    TU_CHECK(tu_port_info(dp.port).has_rarp);
+    tfe_disconnect(dp.fe);
+    TU_CHECK(tu_wait_port(dp.port, tu_port_disconnected, NULL,
+                          TU_TIMEOUT_MS));
+    TU_CHECK(!tu_port_info(dp.port).rarp_pending);
+    TU_CHECK_OK(tfe_connect(dp.fe, dp.path));
+    TU_CHECK(tu_wait_port(dp.port, tu_port_connected, NULL,
+                          TU_TIMEOUT_MS));
+    for (unsigned int q = 0; q < 4; q++) {
+        tfe_vq_reset(&dp.vq[q]);
+    }
+    TU_CHECK_OK(tfe_setup_device(dp.fe, 2, &setup));
+    TU_CHECK(tu_port_info(dp.port).ready);
+    TU_CHECK(tu_port_info(dp.port).rarp_pending);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 1);
+    check_rarp(&out[0], mac);
+    release_pkts(out, 4);
+    TU_CHECK_OK(vhost_port_get_queue_stats(dp.port, TX(0), &st));
+    TU_CHECK_EQ(st.rarps_injected, 3);
+    dp_finish(&dp);
+}
+
 /* Bounded work. */
 
 static void
@@ -3244,6 +3340,9 @@ const struct tu_test tu_datapath_tests[] = {
       "dirty log starts with VHOST_F_LOG_ALL mid-run" },
     { "dp-notify", test_notify_flags,
       "call eventfd and VRING_AVAIL_F_NO_INTERRUPT" },
+    { "dp-rarp", test_rarp,
+      "SEND_RARP: one RARP on queue pair 0, once, and again after a "
+      "reconnect" },
     { "dp-notify-event-idx", test_notify_event_idx,
       "call eventfd with EVENT_IDX, across the index wrap" },
     { "dp-bounded", test_bounded, "bursts take at most n, at most 64" },
