@@ -441,6 +441,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     sh.n = 0;
     while (out < n && chains < VHOST_MAX_BURST) {
         if (out + VIRTQ_PACKED_BATCH <= n
+            && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
                                             hdr_len)) {
             out += VIRTQ_PACKED_BATCH;
@@ -689,6 +690,8 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     }
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false)
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true)
 
 #define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX)                 \
     static unsigned int                                                     \
@@ -702,12 +705,23 @@ VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg, 12, true, false)
 VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx, 12, true, true)
 VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12, 12, false, false)
 VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12_evidx, 12, false, true)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10, 10, false, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10_evidx, 10, false, true)
 
-/* Stores in 'vq' the packed burst functions for the negotiated options.
- * The packed ring needs VIRTIO_F_VERSION_1, so the header is 12 bytes. */
+/* Stores in 'vq' the packed burst functions for its header length
+ * (already set) and the negotiated options.  The 10-byte legacy header
+ * only comes with a driver that packs its ring without VERSION_1, which
+ * no real one does, but it costs two more wrappers to stay correct. */
 void
 virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx)
 {
+    if (vq->hdr_len != 12) {
+        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr10_evidx
+                                : virtq_packed_dequeue_hdr10;
+        vq->enqueue = event_idx ? virtq_packed_enqueue_hdr10_evidx
+                                : virtq_packed_enqueue_hdr10;
+        return;
+    }
     vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx
                             : virtq_packed_dequeue_hdr12;
     if (mrg) {

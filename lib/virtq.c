@@ -36,11 +36,16 @@ virtq_configure(struct virtq *vq, uint64_t features)
     bool v1 = features & FEATURE_BIT(VIRTIO_F_VERSION_1);
 
     bool packed = features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
-    if (packed && !vq->packed && !vq->base) {
-        /* §2.8.1: both wrap counters start at 1. */
-        vq->avail_wrap_counter = vq->used_wrap_counter = true;
+    if (packed != vq->packed) {
+        /* The layout decides what SET_VRING_BASE meant, and it may have
+         * come first: read the base again.  Without one, §2.8.1 has both
+         * wrap counters start at 1. */
+        vq->packed = packed;
+        virtq_set_base(vq, vq->base);
+        if (packed && !vq->base) {
+            vq->avail_wrap_counter = vq->used_wrap_counter = true;
+        }
     }
-    vq->packed = packed;
     vq->indirect = features & FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC);
     vq->log_all = features & FEATURE_BIT(VHOST_F_LOG_ALL);
     /* VIRTIO 1.2 §5.1.6.1: the header has num_buffers with VERSION_1 or
@@ -149,7 +154,12 @@ virtq_unmap(struct virtq *vq)
 bool
 virtq_can_run(const struct virtq *vq)
 {
-    return vq->enabled && vq->size && vq->desc && vq->has_kick;
+    /* A packed ring's positions index the ring itself: SET_VRING_BASE
+     * and SET_VRING_NUM may come in either order, so they are checked
+     * against each other here, where both are known. */
+    return vq->enabled && vq->size && vq->desc && vq->has_kick
+           && (!vq->packed || (vq->last_avail_idx < vq->size
+                               && vq->last_used_idx < vq->size));
 }
 
 /* Sets the ring position from SET_VRING_BASE's 'base'.  Split rings use
