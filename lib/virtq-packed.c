@@ -116,7 +116,10 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
         memcpy(&e, (const void *) &table[i], sizeof e);
         if (e.flags & VRING_DESC_F_INDIRECT) {
             reason = VHOST_DROP_BAD_INDIRECT;
-        } else if (!(e.flags & VRING_DESC_F_WRITE) != !write) {
+        } else if (write && !(e.flags & VRING_DESC_F_WRITE)) {
+            /* Only RX tables are checked: DPDK 22.11's virtio-user marks
+             * the header entry of its TX tables device-writable, and a TX
+             * buffer is only read, so the flag does no harm there. */
             reason = VHOST_DROP_BAD_DIRECTION;
         } else {
             reason = virtq_segs_add(mem, e.addr, e.len, segs);

@@ -11,6 +11,7 @@ TESTSUITE_AT = \
 	tests/vhost-user.at \
 	tests/engine.at \
 	tests/datapath.at \
+	tests/packed.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/configure.at
@@ -39,6 +40,7 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
+	tests/test-packed.c \
 	tests/test-util.c \
 	tests/test-util.h \
 	tests/test-vhost-user.c

@@ -2,8 +2,8 @@
  * test-engine: the C test driver.  "test-engine NAME" runs one test;
  * "test-engine --list" lists them; "test-engine --all" runs each in a child
  * process and summarises.  The autotest files (guest-mem.at,
- * vhost-user.at, engine.at, datapath.at) run one test each through
- * ENGINE_TEST.
+ * vhost-user.at, engine.at, datapath.at, packed.at) run one test each
+ * through ENGINE_TEST.
  *
  * This file holds the engine tests: the engine runs in-process (in its own
  * thread, or driven from this thread in the embedder-loop test) and the
@@ -2953,11 +2953,14 @@ struct test_table {
     size_t n;
 };
 
-/* The data path tests live in test-datapath.c. */
+/* The data path tests live in test-datapath.c (split rings) and
+ * test-packed.c (packed rings). */
 extern const struct tu_test tu_datapath_tests[];
 extern const size_t tu_n_datapath_tests;
+extern const struct tu_test tu_packed_tests[];
+extern const size_t tu_n_packed_tests;
 
-#define N_TEST_TABLES 4
+#define N_TEST_TABLES 5
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
@@ -2970,6 +2973,7 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                       ARRAY_SIZE(engine_tests) };
     tables[3] = (struct test_table) { tu_datapath_tests,
                                       tu_n_datapath_tests };
+    tables[4] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
 }
 
 static const struct tu_test *

@@ -1032,7 +1032,9 @@ tfe_set_vring_num(struct tfe *fe, uint32_t index, uint32_t num)
 
 /* Sends SET_VRING_ADDR for vring 'index' as tfe_vring_alloc() laid it out,
  * with frontend virtual addresses, and with VHOST_VRING_F_LOG and the used
- * ring's guest physical address if the vring's 'log_used' is set. */
+ * ring's guest physical address if the vring's 'log_used' is set.  With
+ * VIRTIO_F_RING_PACKED in 'fe->features' the log address is the descriptor
+ * ring's, where the device writes used descriptors. */
 int
 tfe_set_vring_addr(struct tfe *fe, uint32_t index)
 {
@@ -1049,8 +1051,11 @@ tfe_set_vring_addr(struct tfe *fe, uint32_t index)
     addr.avail_user_addr = tfe_va_to_uva(vr->avail);
     addr.used_user_addr = tfe_va_to_uva(vr->used);
     if (vr->log_used) {
+        bool packed = fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
+
         addr.flags = 1u << VHOST_VRING_F_LOG;
-        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used);
+        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, packed ? vr->desc
+                                                                : vr->used);
     }
     return tfe_set_vring_addr_raw(fe, &addr);
 }
@@ -1302,10 +1307,12 @@ tfe_vring_alloc(struct tfe *fe, uint32_t index, unsigned int size)
 }
 
 /* Brings vring 'index' up as QEMU's vhost_virtqueue_start() does: rings
- * laid out in guest memory, then SET_VRING_NUM, SET_VRING_BASE (0),
- * SET_VRING_ADDR, SET_VRING_KICK and SET_VRING_CALL (with eventfds created
- * on first use and kept).  Does not enable it.  Returns 0, TFE_NACK or a
- * negative errno value. */
+ * laid out in guest memory, then SET_VRING_NUM, SET_VRING_BASE (the
+ * vring's 'base' if it has one, else 0, or TFE_PACKED_BASE_INIT when
+ * VIRTIO_F_RING_PACKED is in 'fe->features'), SET_VRING_ADDR,
+ * SET_VRING_KICK and SET_VRING_CALL (with eventfds created on first use
+ * and kept).  Does not enable it.  Returns 0, TFE_NACK or a negative errno
+ * value. */
 int
 tfe_vring_setup(struct tfe *fe, uint32_t index, unsigned int size)
 {
@@ -1328,7 +1335,10 @@ tfe_vring_setup(struct tfe *fe, uint32_t index, unsigned int size)
     }
     error = tfe_set_vring_num(fe, index, size);
     if (!error) {
-        error = tfe_set_vring_base(fe, index, 0);
+        uint32_t base = (vr->has_base ? vr->base
+                         : fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED)
+                         ? TFE_PACKED_BASE_INIT : 0);
+        error = tfe_set_vring_base(fe, index, base);
     }
     if (!error) {
         error = tfe_set_vring_addr(fe, index);
@@ -1344,8 +1354,9 @@ tfe_vring_setup(struct tfe *fe, uint32_t index, unsigned int size)
 
 /* Negotiates features as QEMU does on connection: GET_FEATURES, then (if
  * offered and not 'opts->legacy') GET/SET_PROTOCOL_FEATURES, SET_OWNER and
- * SET_FEATURES.  'opts' may be null for the defaults.  Returns 0, TFE_NACK
- * or a negative errno value. */
+ * SET_FEATURES (with VIRTIO_F_RING_PACKED, if offered, when
+ * 'opts->packed').  'opts' may be null for the defaults.  Returns 0,
+ * TFE_NACK or a negative errno value. */
 int
 tfe_negotiate(struct tfe *fe, const struct tfe_setup *opts)
 {
@@ -1360,6 +1371,9 @@ tfe_negotiate(struct tfe *fe, const struct tfe_setup *opts)
     }
     mask = opts->features_mask ? opts->features_mask
                                : ~TFE_DEFAULT_FEATURES_EXCLUDED;
+    if (opts->packed) {
+        mask |= FEATURE_BIT(VIRTIO_F_RING_PACKED);
+    }
     features = offered & mask & ~FEATURE_BIT(VHOST_USER_F_PROTOCOL_FEATURES);
 
     if (!opts->legacy
@@ -1458,12 +1472,19 @@ store_release16(uint16_t *p, uint16_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-/* Forgets every chain: the driver state of a fresh ring. */
+/* Forgets every chain: the driver state of a fresh ring (packed: at
+ * position 0 with wrap counters 1, §2.8.1). */
 static void
 vq_reset_state__(struct tfe_vq *vq)
 {
     vq->next_avail = 0;
     vq->next_used = 0;
+    vq->avail_wrap = vq->used_wrap = true;
+    vq->n_free_ids = vq->size;
+    /* Ids start at the top, so that they do not follow positions. */
+    vq->id_cursor = vq->size - 1;
+    vq->n_extra = 0;
+    vq->last_used_flags = 0;
     for (unsigned int i = 0; i < vq->size; i++) {
         vq->free_next[i] = i + 1;
     }
@@ -1472,14 +1493,17 @@ vq_reset_state__(struct tfe_vq *vq)
     memset(vq->chains, 0, vq->size * sizeof *vq->chains);
     vq->arena_next = 0;
     vq->arena_inflight = 0;
+    vq->arena_held = 0;
 }
 
 /* Zeroes the ring (including the event fields and used->flags) and forgets
- * every chain: the state to pair with SET_VRING_BASE 0 when a test sets
- * the vring up again. */
+ * every chain: the state to pair with SET_VRING_BASE 0 (packed:
+ * TFE_PACKED_BASE_INIT) when a test sets the vring up again, which
+ * tfe_vring_setup() then sends (the vring's 'has_base' is cleared). */
 void
 tfe_vq_reset(struct tfe_vq *vq)
 {
+    vq->fe->vrings[vq->index].has_base = false;
     memset(vq->desc, 0, tfe_vring_desc_size(vq->size));
     memset(vq->avail_flags, 0, tfe_vring_avail_size(vq->size));
     memset(vq->used_flags, 0, tfe_vring_used_size(vq->size));
@@ -1527,6 +1551,10 @@ tfe_vq_init(struct tfe_vq *vq, struct tfe *fe, uint32_t index,
     vq->arena_gpa = tfe_mem_va_to_gpa(fe->mem, arena);
     vq->arena_size = arena_size;
     vq->mrg = (fe->features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)) != 0;
+    vq->packed = (fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED)) != 0;
+    vq->pdesc = vr->desc;
+    vq->driver_event = vr->avail;
+    vq->device_event = vr->used;
     vq->hdr_len = (vq->mrg || fe->features & FEATURE_BIT(VIRTIO_F_VERSION_1)
                    ? 12 : 10);
     vq_reset_state__(vq);
@@ -1567,18 +1595,15 @@ tfe_vq_alloc(struct tfe_vq *vq, uint64_t size, uint64_t align)
     return vq->arena_gpa + off;
 }
 
-/* Returns the arena bytes allocated since the last chain took its share. */
+/* Returns the arena bytes allocated since the last chain took its share,
+ * which the caller charges to a chain. */
 static uint64_t
 take_arena_pending__(struct tfe_vq *vq)
 {
-    uint64_t held = 0;
+    uint64_t pending = vq->arena_inflight - vq->arena_held;
 
-    for (unsigned int i = 0; i < vq->size; i++) {
-        if (vq->chains[i].in_use) {
-            held += vq->chains[i].arena_bytes;
-        }
-    }
-    return vq->arena_inflight - held;
+    vq->arena_held += pending;
+    return pending;
 }
 
 struct tfe_desc *
@@ -1701,6 +1726,345 @@ tfe_vq_calls(const struct tfe_vq *vq)
     return n;
 }
 
+/* The guest driver of a packed virtqueue (VIRTIO 1.2 §2.8). */
+
+/* Advances ring position '*pos' with wrap counter '*wrap' by 'n' slots,
+ * flipping the counter at the end of the ring (§2.8.1). */
+static void
+padvance__(const struct tfe_vq *vq, uint16_t *pos, bool *wrap,
+           unsigned int n)
+{
+    unsigned int p = *pos + n % vq->size;
+
+    if (n >= vq->size) {
+        /* Whole laps flip the counter once each. */
+        *wrap ^= (n / vq->size) & 1;
+    }
+    if (p >= vq->size) {
+        p -= vq->size;
+        *wrap = !*wrap;
+    }
+    *pos = p;
+}
+
+/* Returns the ring position 'k' slots past the driver's, and its wrap
+ * counter in '*wrapp'. */
+static uint16_t
+pslot__(const struct tfe_vq *vq, unsigned int k, bool *wrapp)
+{
+    uint16_t pos = vq->next_avail;
+    bool wrap = vq->avail_wrap;
+
+    padvance__(vq, &pos, &wrap, k);
+    *wrapp = wrap;
+    return pos;
+}
+
+/* The AVAIL and USED bits that make a descriptor available in a lap with
+ * wrap counter 'wrap' (§2.8.1: AVAIL equal to it, USED not). */
+static uint16_t
+pavail_bits__(bool wrap)
+{
+    return wrap ? TFE_PDESC_F_AVAIL : TFE_PDESC_F_USED;
+}
+
+/* True if 'flags' mark a descriptor used in a lap with wrap counter
+ * 'wrap' (§2.8.1: AVAIL and USED both equal to it). */
+static bool
+pis_used__(uint16_t flags, bool wrap)
+{
+    return !!(flags & TFE_PDESC_F_AVAIL) == wrap
+           && !!(flags & TFE_PDESC_F_USED) == wrap;
+}
+
+/* Returns the descriptor 'k' slots past the driver's position. */
+struct tfe_pdesc *
+tfe_vq_pdesc(struct tfe_vq *vq, unsigned int k)
+{
+    bool wrap;
+
+    return &vq->pdesc[pslot__(vq, k, &wrap)];
+}
+
+/* Returns the AVAIL/USED flag bits that make the descriptor 'k' slots past
+ * the driver's position available. */
+uint16_t
+tfe_vq_pavail(const struct tfe_vq *vq, unsigned int k)
+{
+    bool wrap;
+
+    pslot__(vq, k, &wrap);
+    return pavail_bits__(wrap);
+}
+
+/* Writes the descriptor 'k' slots past the driver's position: 'addr',
+ * 'len' and 'id', then 'flags' exactly as given (OR in tfe_vq_pavail() to
+ * make it available) with a release store, so that the fields are visible
+ * before the flags (§2.8.21). */
+void
+tfe_vq_pwrite(struct tfe_vq *vq, unsigned int k, uint64_t addr,
+              uint32_t len, uint16_t id, uint16_t flags)
+{
+    struct tfe_pdesc *d = tfe_vq_pdesc(vq, k);
+
+    d->addr = addr;
+    d->len = len;
+    d->id = id;
+    __atomic_store_n(&d->flags, flags, __ATOMIC_RELEASE);
+}
+
+/* Takes buffer id 'id' for a chain of 'n_slots' ring slots at the driver's
+ * position, charging it the arena bytes allocated since the last chain,
+ * and moves the driver's position past it.  An id at or above the queue
+ * size, or one already in flight, is kept aside so that its used
+ * descriptor can still be matched (tfe_vq_get_used() returns -EPROTO for
+ * it). */
+void
+tfe_vq_pclaim(struct tfe_vq *vq, uint16_t id, unsigned int n_slots)
+{
+    uint64_t bytes = take_arena_pending__(vq);
+
+    if (id < vq->size && !vq->chains[id].in_use) {
+        struct tfe_vq_chain *c = &vq->chains[id];
+
+        c->in_use = true;
+        c->n_ids = n_slots;
+        c->n_segs = 0;
+        c->arena_bytes = bytes;
+        vq->n_free_ids--;
+    } else if (vq->n_extra < ARRAY_SIZE(vq->extra)) {
+        vq->extra[vq->n_extra++] = (struct tfe_vq_extra) {
+            .id = id, .n_slots = n_slots, .arena_bytes = bytes,
+        };
+    } else {
+        fprintf(stderr, "tfe: too many odd buffer ids in flight\n");
+        abort();
+    }
+    padvance__(vq, &vq->next_avail, &vq->avail_wrap, n_slots);
+    vq->n_free -= MIN(n_slots, vq->n_free);
+}
+
+/* Sets the driver's positions, on a ring with nothing in flight, to what
+ * SET_VRING_BASE value 'base' says: position in bits 0..14, wrap counter
+ * in bit 15.  Rewrites every descriptor's flags as a ring that got there
+ * would have them: used in this lap before the position, used in the
+ * previous lap from it on.  (A zeroed ring is that for position 0 with
+ * wrap counter 1, but not for others: in a lap with wrap counter 0, zero
+ * flags mean used.) */
+void
+tfe_vq_pset_position(struct tfe_vq *vq, uint32_t base)
+{
+    uint16_t pos = (base & 0x7fff) % vq->size;
+    bool wrap = (base >> 15) & 1;
+
+    vq->next_avail = vq->next_used = pos;
+    vq->avail_wrap = vq->used_wrap = wrap;
+    for (unsigned int i = 0; i < vq->size; i++) {
+        bool w = i < pos ? wrap : !wrap;
+
+        __atomic_store_n(&vq->pdesc[i].flags,
+                         w ? TFE_PDESC_F_AVAIL | TFE_PDESC_F_USED : 0,
+                         __ATOMIC_RELEASE);
+    }
+}
+
+/* Returns the driver's position as SET_VRING_BASE encodes it. */
+uint32_t
+tfe_vq_pbase(const struct tfe_vq *vq)
+{
+    return vq->next_avail | ((uint32_t) vq->avail_wrap << 15);
+}
+
+/* Writes the driver event suppression area (§2.8.10): 'off_wrap', then
+ * 'flags' (TFE_PEVENT_*). */
+void
+tfe_vq_pset_event(struct tfe_vq *vq, uint16_t flags, uint16_t off_wrap)
+{
+    __atomic_store_n(&vq->driver_event->off_wrap, off_wrap,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&vq->driver_event->flags, flags, __ATOMIC_RELEASE);
+    /* Pairs with the device's barrier between writing used descriptors
+     * and reading these fields. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Returns the flags of the device event suppression area: what the
+ * engine asks of our kicks. */
+uint16_t
+tfe_vq_pdevice_flags(const struct tfe_vq *vq)
+{
+    return __atomic_load_n(&vq->device_event->flags, __ATOMIC_ACQUIRE);
+}
+
+/* Returns the guest physical address of the descriptor table (the packed
+ * ring). */
+uint64_t
+tfe_vq_ring_gpa(const struct tfe_vq *vq)
+{
+    return tfe_mem_va_to_gpa(vq->mem, vq->desc);
+}
+
+/* Takes a buffer id not in flight, or returns -ENOSPC. */
+static int
+ptake_id__(struct tfe_vq *vq)
+{
+    for (unsigned int i = 0; i < vq->size; i++) {
+        unsigned int id = (vq->id_cursor + i) % vq->size;
+
+        if (!vq->chains[id].in_use) {
+            /* Step on by more than one, so ids keep shuffling against
+             * ring positions. */
+            vq->id_cursor = (id + 3) % vq->size;
+            return id;
+        }
+    }
+    return -ENOSPC;
+}
+
+/* tfe_vq_add_chain() for a packed ring. */
+static int
+add_chain_packed__(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
+                   bool writable, const struct tfe_chain_opts *opts)
+{
+    uint16_t flags = writable ? TFE_DESC_F_WRITE : 0;
+    size_t n_slots = opts->indirect ? 1 : n;
+    struct tfe_vq_chain *c;
+    int id;
+
+    if (vq->n_free < n_slots || !vq->n_free_ids) {
+        return -ENOSPC;
+    }
+    id = ptake_id__(vq);
+    if (id < 0) {
+        return id;
+    }
+    if (opts->indirect) {
+        /* §2.8.19: a table of descriptors used in order; no NEXT. */
+        struct tfe_pdesc table[TFE_VQ_MAX_SEGS];
+        uint64_t table_gpa = (opts->indirect_gpa ? opts->indirect_gpa
+                              : tfe_vq_alloc(vq, sizeof table[0] * n, 16));
+
+        for (size_t i = 0; i < n; i++) {
+            table[i] = (struct tfe_pdesc) {
+                .addr = segs[i].gpa, .len = segs[i].len, .flags = flags,
+            };
+        }
+        if (!tfe_mem_write(vq->mem, table_gpa, table, sizeof table[0] * n)) {
+            return -EFAULT;
+        }
+        tfe_vq_pwrite(vq, 0, table_gpa, sizeof table[0] * n, id,
+                      TFE_DESC_F_INDIRECT | tfe_vq_pavail(vq, 0));
+    } else {
+        /* Every descriptor but the head first, then the head, whose flags
+         * make the whole chain available at once (§2.8.21). */
+        for (size_t i = n; i-- > 0;) {
+            uint16_t f = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0);
+            uint16_t d_id = (i + 1 == n || vq->same_ids
+                             ? id : TFE_PACKED_ID_POISON);
+
+            tfe_vq_pwrite(vq, i, segs[i].gpa, segs[i].len, d_id,
+                          f | tfe_vq_pavail(vq, i));
+        }
+    }
+    tfe_vq_pclaim(vq, id, n_slots);
+    c = &vq->chains[id];
+    c->n_segs = n;
+    memcpy(c->segs, segs, n * sizeof *segs);
+    return id;
+}
+
+/* Returns how many ring slots the chain with buffer id 'id' took, and
+ * whether it is an extra (odd id).  Returns 0 if no chain has that id. */
+static unsigned int
+pchain_slots__(const struct tfe_vq *vq, uint16_t id, size_t *extrap)
+{
+    *extrap = SIZE_MAX;
+    if (id < vq->size && vq->chains[id].in_use) {
+        return vq->chains[id].n_ids;
+    }
+    for (size_t i = 0; i < vq->n_extra; i++) {
+        if (vq->extra[i].id == id) {
+            *extrap = i;
+            return vq->extra[i].n_slots;
+        }
+    }
+    return 0;
+}
+
+static unsigned int
+n_used_packed__(const struct tfe_vq *vq)
+{
+    uint16_t pos = vq->next_used;
+    bool wrap = vq->used_wrap;
+    unsigned int n = 0;
+
+    for (unsigned int seen = 0; seen < vq->size; n++) {
+        const struct tfe_pdesc *d = &vq->pdesc[pos];
+        size_t extra;
+        unsigned int slots;
+
+        if (!pis_used__(__atomic_load_n(&d->flags, __ATOMIC_ACQUIRE),
+                        wrap)) {
+            break;
+        }
+        slots = pchain_slots__(vq, d->id, &extra);
+        slots = slots ? slots : 1;
+        seen += slots;
+        padvance__(vq, &pos, &wrap, slots);
+    }
+    return n;
+}
+
+static int
+peek_used_packed__(const struct tfe_vq *vq, struct tfe_used_elem *elem)
+{
+    const struct tfe_pdesc *d = &vq->pdesc[vq->next_used];
+
+    /* The flags with acquire: the id and length after them. */
+    if (!pis_used__(__atomic_load_n(&d->flags, __ATOMIC_ACQUIRE),
+                    vq->used_wrap)) {
+        return -EAGAIN;
+    }
+    elem->id = d->id;
+    elem->len = d->len;
+    return 0;
+}
+
+static int
+get_used_packed__(struct tfe_vq *vq, struct tfe_used_elem *elem)
+{
+    const struct tfe_pdesc *d = &vq->pdesc[vq->next_used];
+    unsigned int slots;
+    size_t extra;
+
+    if (peek_used_packed__(vq, elem)) {
+        return -EAGAIN;
+    }
+    vq->last_used_flags = d->flags;
+    slots = pchain_slots__(vq, elem->id, &extra);
+    if (!slots) {
+        fprintf(stderr, "tfe: vring %"PRIu32" used buffer id %"PRIu32
+                " is not in flight\n", vq->index, elem->id);
+        return -EPROTO;
+    }
+    padvance__(vq, &vq->next_used, &vq->used_wrap, slots);
+    vq->n_free += slots;
+    if (extra != SIZE_MAX) {
+        vq->arena_inflight -= vq->extra[extra].arena_bytes;
+        vq->arena_held -= vq->extra[extra].arena_bytes;
+        vq->extra[extra] = vq->extra[--vq->n_extra];
+        return -EPROTO;
+    }
+
+    struct tfe_vq_chain *c = &vq->chains[elem->id];
+    c->in_use = false;
+    vq->n_free_ids++;
+    vq->arena_inflight -= c->arena_bytes;
+    vq->arena_held -= c->arena_bytes;
+    c->arena_bytes = 0;
+    return 0;
+}
+
 /* Makes available a chain of the 'n' buffers in 'segs', device-writable if
  * 'writable', as direct descriptors or, if 'opts->indirect', through an
  * indirect table of 'n' entries at 'opts->indirect_gpa' (or in the arena).
@@ -1719,6 +2083,9 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
     opts = opts ? opts : &defaults;
     if (!n || n > TFE_VQ_MAX_SEGS) {
         return -EINVAL;
+    }
+    if (vq->packed) {
+        return add_chain_packed__(vq, segs, n, writable, opts);
     }
     if (vq->n_free < (opts->indirect ? 1 : n)) {
         return -ENOSPC;
@@ -1878,6 +2245,9 @@ tfe_vq_post_rx(struct tfe_vq *vq, uint32_t len,
 unsigned int
 tfe_vq_n_used(const struct tfe_vq *vq)
 {
+    if (vq->packed) {
+        return n_used_packed__(vq);
+    }
     return (uint16_t) (tfe_vq_used_idx(vq) - vq->next_used);
 }
 
@@ -1890,6 +2260,9 @@ tfe_vq_get_used(struct tfe_vq *vq, struct tfe_used_elem *elem)
 {
     struct tfe_vq_chain *c;
 
+    if (vq->packed) {
+        return get_used_packed__(vq, elem);
+    }
     /* tfe_vq_n_used() acquires used->idx: the entry is read after it. */
     if (!tfe_vq_n_used(vq)) {
         return -EAGAIN;
@@ -1905,7 +2278,23 @@ tfe_vq_get_used(struct tfe_vq *vq, struct tfe_used_elem *elem)
     }
     c->in_use = false;
     vq->arena_inflight -= c->arena_bytes;
+    vq->arena_held -= c->arena_bytes;
     c->arena_bytes = 0;
+    return 0;
+}
+
+/* Stores in '*elem' the next used entry without taking it.  Returns 0 or
+ * -EAGAIN if there is none. */
+int
+tfe_vq_peek_used(const struct tfe_vq *vq, struct tfe_used_elem *elem)
+{
+    if (vq->packed) {
+        return peek_used_packed__(vq, elem);
+    }
+    if (!tfe_vq_n_used(vq)) {
+        return -EAGAIN;
+    }
+    *elem = vq->used_ring[vq->next_used % vq->size];
     return 0;
 }
 

@@ -130,7 +130,9 @@ tfe_va_to_uva(const void *va)
     return (uint64_t) (uintptr_t) va;
 }
 
-/* Split virtqueue, as the driver lays it out (VIRTIO 1.2 §2.7). */
+/* Split virtqueue, as the driver lays it out (VIRTIO 1.2 §2.7).  A packed
+ * ring (§2.8) uses the same allocation: 'desc' is its descriptor ring,
+ * 'avail' the driver event suppression area and 'used' the device's. */
 struct tfe_vring {
     unsigned int size;          /* 0 if not allocated. */
     void *desc;                 /* Frontend addresses of the three parts. */
@@ -140,7 +142,12 @@ struct tfe_vring {
     int call_fd;
     int err_fd;
     bool log_used;              /* Send VHOST_VRING_F_LOG and the used
-                                 * ring's guest address for logging. */
+                                 * ring's guest address for logging (the
+                                 * descriptor ring's, if packed). */
+    bool has_base;              /* tfe_vring_setup() sends 'base' with
+                                 * SET_VRING_BASE, not the initial value
+                                 * (0, or TFE_PACKED_BASE_INIT if packed). */
+    uint32_t base;
 };
 
 size_t tfe_vring_desc_size(unsigned int size);
@@ -265,6 +272,7 @@ struct tfe_setup {
     bool log_used;              /* Every vring: VHOST_VRING_F_LOG. */
     uint64_t used_align;        /* Used ring alignment (0: 64), e.g. 4096
                                  * to give it pages of its own. */
+    bool packed;                /* Also ack VIRTIO_F_RING_PACKED. */
 };
 
 /* Features a default tfe_setup_device() does not ack. */
@@ -341,11 +349,14 @@ struct tfe_seg {
 
 #define TFE_VQ_MAX_SEGS 64      /* Descriptors in one chain we build. */
 
-/* What the driver remembers about a chain, by head. */
+/* What the driver remembers about a chain, by head (split) or buffer id
+ * (packed). */
 struct tfe_vq_chain {
     bool in_use;                /* Made available, not yet used. */
-    uint16_t n_ids;             /* Ring descriptors it holds... */
-    uint16_t ids[TFE_VQ_MAX_SEGS]; /* ...these ones. */
+    uint16_t n_ids;             /* Ring descriptors it holds: split, these
+                                 * 'ids'; packed, this many ring slots from
+                                 * where it was made available. */
+    uint16_t ids[TFE_VQ_MAX_SEGS];
     size_t n_segs;              /* Its buffers, in chain order. */
     struct tfe_seg segs[TFE_VQ_MAX_SEGS];
     uint64_t arena_bytes;       /* Arena bytes it holds. */
@@ -378,11 +389,36 @@ struct tfe_vq {
     uint64_t arena_gpa;
     uint64_t arena_size;
     uint64_t arena_next;        /* Offset of the next allocation. */
-    uint64_t arena_inflight;    /* Bytes held by chains in flight. */
+    uint64_t arena_inflight;    /* Bytes held by chains in flight... */
+    uint64_t arena_held;        /* ...of which charged to a chain. */
 
     /* From the negotiated features. */
     unsigned int hdr_len;       /* 10 or 12. */
     bool mrg;                   /* MRG_RXBUF: num_buffers is meaningful. */
+
+    /* Packed ring (VIRTIO_F_RING_PACKED negotiated): see "The guest driver
+     * of a packed virtqueue" below.  'next_avail' and 'next_used' are then
+     * ring positions below 'size', each with its wrap counter; 'n_free'
+     * counts free ring slots; 'chains' is indexed by buffer id. */
+    bool packed;
+    struct tfe_pdesc *pdesc;    /* The descriptor ring. */
+    struct tfe_pevent *driver_event; /* Driver area: we write it. */
+    struct tfe_pevent *device_event; /* Device area: the engine writes it. */
+    bool avail_wrap;            /* Driver ring wrap counter. */
+    bool used_wrap;             /* Wrap counter of 'next_used'. */
+    unsigned int n_free_ids;    /* Buffer ids not in flight. */
+    unsigned int id_cursor;     /* Where the search for a free id starts. */
+    bool same_ids;              /* Write the buffer id into every
+                                 * descriptor of a chain, not only the
+                                 * last (which is all §2.8.6 asks for; the
+                                 * others get TFE_PACKED_ID_POISON). */
+    uint16_t last_used_flags;   /* Flags of the last used descriptor read. */
+    size_t n_extra;             /* Chains claimed with an id >= 'size' or */
+    struct tfe_vq_extra {       /* one already in flight. */
+        uint16_t id;
+        uint16_t n_slots;
+        uint64_t arena_bytes;
+    } extra[16];
 };
 
 int tfe_vq_init(struct tfe_vq *, struct tfe *, uint32_t index,
@@ -438,5 +474,64 @@ uint16_t tfe_vq_avail_event(const struct tfe_vq *);
 uint16_t tfe_vq_used_idx(const struct tfe_vq *);
 uint64_t tfe_vq_used_gpa(const struct tfe_vq *);
 uint64_t tfe_vq_calls(const struct tfe_vq *);
+int tfe_vq_peek_used(const struct tfe_vq *, struct tfe_used_elem *);
+
+/* The guest driver of a packed virtqueue (VIRTIO 1.2 §2.8)
+ * ========================================================
+ *
+ * When VIRTIO_F_RING_PACKED was negotiated, tfe_vq_init() makes the vq
+ * drive the vring as a packed ring: the descriptor table becomes the ring
+ * of struct tfe_pdesc, the avail and used parts that tfe_vring_alloc()
+ * laid out become the driver and device event suppression areas.  The
+ * API above works the same way: tfe_vq_add_chain(), tfe_vq_post_tx() and
+ * tfe_vq_post_rx() write a chain's descriptors at the driver's position,
+ * the head's flags last with a release store (§2.8.21); chains straddle
+ * the end of the ring, their descriptors past it marked with the flipped
+ * wrap counter; a chain is known by its buffer id (an id not in flight,
+ * picked so that ids do not follow ring positions), written into its last
+ * descriptor.  tfe_vq_get_used() reads used descriptors in order and
+ * frees as many ring slots as the chain with that id took.  A used
+ * element's 'id' is the buffer id.
+ *
+ * Hostile chains are written by hand: tfe_vq_pdesc() the slot 'k' places
+ * past the driver's position, tfe_vq_pwrite() anything at all there (with
+ * tfe_vq_pavail() for the flag bits that make that slot available), then
+ * tfe_vq_pclaim() the chain: it records the buffer id and the number of
+ * ring slots the device is expected to consume, and moves the driver's
+ * position past them. */
+
+/* Ring layout (§2.8.13, §2.8.14). */
+struct tfe_pdesc {
+    uint64_t addr;
+    uint32_t len;
+    uint16_t id;
+    uint16_t flags;
+};
+
+struct tfe_pevent {
+    uint16_t off_wrap;          /* Position in bits 0..14, wrap in 15. */
+    uint16_t flags;             /* TFE_PEVENT_*. */
+};
+
+#define TFE_PDESC_F_AVAIL (1u << 7)
+#define TFE_PDESC_F_USED (1u << 15)
+#define TFE_PEVENT_ENABLE 0
+#define TFE_PEVENT_DISABLE 1
+#define TFE_PEVENT_DESC 2
+
+/* SET_VRING_BASE of a fresh packed ring: position 0, wrap counter 1. */
+#define TFE_PACKED_BASE_INIT 0x8000u
+#define TFE_PACKED_ID_POISON 0xffffu
+
+struct tfe_pdesc *tfe_vq_pdesc(struct tfe_vq *, unsigned int k);
+uint16_t tfe_vq_pavail(const struct tfe_vq *, unsigned int k);
+void tfe_vq_pwrite(struct tfe_vq *, unsigned int k, uint64_t addr,
+                   uint32_t len, uint16_t id, uint16_t flags);
+void tfe_vq_pclaim(struct tfe_vq *, uint16_t id, unsigned int n_slots);
+void tfe_vq_pset_position(struct tfe_vq *, uint32_t base);
+uint32_t tfe_vq_pbase(const struct tfe_vq *);
+void tfe_vq_pset_event(struct tfe_vq *, uint16_t flags, uint16_t off_wrap);
+uint16_t tfe_vq_pdevice_flags(const struct tfe_vq *);
+uint64_t tfe_vq_ring_gpa(const struct tfe_vq *);
 
 #endif /* test-frontend.h */
