@@ -484,6 +484,34 @@ vfwd_stat () {
 #   printed on exit.
 vfwd_total () { vfwd_field "$1" "$2" total "$3" "$4"; }
 
+# vfwd_default_features_but BIT...: print ovs-vhost-fwd's default feature
+#   offer (from --help) with the given bits cleared, for --features=.
+vfwd_default_features_but () {
+    local f b
+    f=$("$VFWD_BIN" --help | sed -n 's/.*(default \(0x[0-9a-fA-F]*\)).*/\1/p' | head -1)
+    [ -n "$f" ] || return 1
+    for b in "$@"; do f=$((f & ~(1 << b))); done
+    printf '0x%x\n' "$f"
+}
+
+# vfwd_has_features NAME DIR PORT FEATURE...: true if PORT negotiated every
+#   FEATURE (names as ovs-vhost-fwd prints them: ring_packed, in_order,
+#   mrg_rxbuf, ...), according to the last "PORT: state" line of the log
+#   (vfwd_dump and vfwd_stat print one).  Names a missing one on stderr.
+vfwd_has_features () {
+    local name="$1" dir="$2" port="$3" have f
+    shift 3
+    have=" $(grep -- "^$port: state " "$dir/$name.log" | tail -1 |
+             sed -n 's/.* features=[^ ]* (\([^)]*\)).*/\1/p') "
+    for f in "$@"; do
+        case $have in
+        *" $f "*) ;;
+        *) echo "vfwd_has_features: $name $port did not negotiate $f" \
+                "(has:$have)" >&2; return 1 ;;
+        esac
+    done
+}
+
 # vfwd_vring_packets NAME DIR PORT VRING: print the engine's packet count
 #   for one vring, from the totals printed on exit (0 if none).
 vfwd_vring_packets () {

@@ -9,13 +9,18 @@
 #         mode, with --record-core-cycles;
 #   ovs   ovs-vhost-fwd --mode=io.
 #
-# For each row (frame size x mergeable RX buffers on/off) and backend it
-# measures, REPS times over DURATION seconds, the packets the backend
+# For each row (ring layout x frame size x mergeable RX buffers on/off)
+# and backend it measures, REPS times over DURATION seconds, the packets the backend
 # delivered to the frontend (Mpps, summed over both ports, counted by the
 # frontend) and the backend's cycles per packet: testpmd's "CPU
 # cycles/packet" (show fwd stats all) for DPDK, ovs-vhost-fwd's own count
 # for ours; both count only polls that moved packets, per packet received.
 # The median of the REPS runs is kept.
+#
+# Ring layouts: "split", and "packed" (virtio-user packed_vq=1; DPDK's
+# vhost PMD negotiates VIRTIO_F_RING_PACKED by itself, ovs-vhost-fwd is
+# told to offer it).  The frontend's log must name the ring it runs, or
+# the row fails.  Packed rows also show ours packed / ours split.
 #
 # Output, in OUT (default ./bench): raw.csv (every run), summary.csv,
 # table.md (the table, also printed) and bench.png (gnuplot bar chart; the
@@ -23,7 +28,7 @@
 #
 # Usage: ovs-vhost-bench.sh [--fwd PATH] [--out DIR] [--duration S]
 #            [--reps N] [--sizes "64 1518"] [--mrg "0 1"] [--queues N]
-#            [--tx-first N] [--backends "dpdk ovs"]
+#            [--tx-first N] [--backends "dpdk ovs"] [--rings "split packed"]
 # `make bench` runs it on the build tree (BENCHFLAGS= passes options).
 #
 # Runs as root on Linux with dpdk-testpmd (Debian package dpdk) and no
@@ -43,6 +48,7 @@ mrgs="0 1"
 queues=1
 tx_first=8
 backends="dpdk ovs"
+rings="split packed"
 warmup=2
 
 usage () {
@@ -60,6 +66,7 @@ while [ $# -gt 0 ]; do
     --queues) queues=$2; shift ;;
     --tx-first) tx_first=$2; shift ;;
     --backends) backends=$2; shift ;;
+    --rings) rings=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ovs-vhost-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -130,11 +137,16 @@ fwd_cycles_rx () {
                  END { print c + 0, r + 0 }'
 }
 
-# run_backend BACKEND SIZE MRG: one row for one backend; appends
-# "BACKEND,SIZE,MRG,REP,MPPS,CPP" lines to raw.csv.
+# run_backend BACKEND RING SIZE MRG: one row for one backend; appends
+# "BACKEND,RING,SIZE,MRG,REP,MPPS,CPP,BUSY" lines to raw.csv.
 run_backend () {
-    local be=$1 size=$2 mrg=$3 D rep t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
-    D=$work/$be-$size-$mrg
+    local be=$1 ring=$2 size=$3 mrg=$4 D rep t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
+    local vdev_ring= fwd_ring= n_packed
+    D=$work/$be-$ring-$size-$mrg
+    if [ "$ring" = packed ]; then
+        vdev_ring=,packed_vq=1
+        fwd_ring=--features=+0x400000000     # VIRTIO_F_RING_PACKED
+    fi
     mkdir -p "$D"
     busy=$(others_busy)
     [ "$busy" -gt 1 ] &&
@@ -149,17 +161,26 @@ run_backend () {
         tpmd_cmd be "$D" start >/dev/null || return 1
         ;;
     ovs)
+        # shellcheck disable=SC2086
         vfwd_start be "$D" --server "$D/s0" --server "$D/s1" \
-            --queues "$queues" --mode=io --cpu="$be_cpu" || return 1
+            --queues "$queues" --mode=io --cpu="$be_cpu" $fwd_ring || return 1
         vfwd_wait_log be "$D" '^p1: listening' 10 || return 1
         ;;
     esac
 
-    TPMD_FWD_CPU=0 tpmd_start fe "$D" \
-        "net_virtio_user0,path=$D/s0,queues=$queues,mrg_rxbuf=$mrg net_virtio_user1,path=$D/s1,queues=$queues,mrg_rxbuf=$mrg" \
+    TPMD_FWD_CPU=0 TPMD_EAL_ARGS="--log-level=pmd.net.virtio.*:info" \
+        tpmd_start fe "$D" \
+        "net_virtio_user0,path=$D/s0,queues=$queues,mrg_rxbuf=$mrg$vdev_ring net_virtio_user1,path=$D/s1,queues=$queues,mrg_rxbuf=$mrg$vdev_ring" \
         --rxq="$queues" --txq="$queues" --forward-mode=io \
         --txpkts="$size" || return 1
     tpmd_wait_ready fe "$D" 60 || return 1
+    # The ring the frontend really runs: both ports, Rx and Tx.
+    n_packed=$(grep -c 'virtio: using packed ring' "$D/fe.log")
+    if [ "$n_packed" != "$([ "$ring" = packed ] && echo 4 || echo 0)" ]; then
+        log "  frontend does not run a $ring ring:"
+        grep 'virtio: using' "$D/fe.log" >&2
+        return 1
+    fi
     if [ "$be" = ovs ]; then
         vfwd_wait_queues be "$D" p0 "$queues" && vfwd_wait_queues be "$D" p1 "$queues" || return 1
     fi
@@ -186,9 +207,9 @@ run_backend () {
             ;;
         esac
         mpps=$(echo "$rx0 $rx1 $t0 $t1" | awk '{ printf "%.3f", ($2 - $1) / ($4 - $3) / 1e6 }')
-        line="$be,$size,$mrg,$rep,$mpps,${cpp:-0},$busy"
+        line="$be,$ring,$size,$mrg,$rep,$mpps,${cpp:-0},$busy"
         echo "$line" >> "$out/raw.csv"
-        log "  $be size=$size mrg_rxbuf=$mrg run $rep: $mpps Mpps, ${cpp:-?} cycles/packet"
+        log "  $be $ring size=$size mrg_rxbuf=$mrg run $rep: $mpps Mpps, ${cpp:-?} cycles/packet"
         rep=$((rep + 1))
     done
 
@@ -199,64 +220,79 @@ run_backend () {
     ovs) vfwd_stop be "$D" ;;
     esac
     for f in "$D"/*.log; do
-        [ -e "$f" ] && cp "$f" "$out/logs/$be-$size-mrg$mrg-${f##*/}"
+        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-${f##*/}"
     done
     return 0
 }
 
-# median BACKEND SIZE MRG COLUMN: median of COLUMN (5: Mpps, 6: cycles)
-# over the runs in raw.csv.
+# median BACKEND RING SIZE MRG COLUMN: median of COLUMN (6: Mpps, 7:
+# cycles) over the runs in raw.csv.
 median () {
-    awk -F, -v b="$1" -v s="$2" -v m="$3" -v c="$4" \
-        '$1 == b && $2 == s && $3 == m { print $c }' "$out/raw.csv" |
+    awk -F, -v b="$1" -v r="$2" -v s="$3" -v m="$4" -v c="$5" \
+        '$1 == b && $2 == r && $3 == s && $4 == m { print $c }' "$out/raw.csv" |
         sort -g | awk '{ v[NR] = $1 }
             END { if (!NR) print "nan";
                   else if (NR % 2) print v[(NR + 1) / 2];
                   else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "backend,size,mrg_rxbuf,run,mpps,cycles_per_packet,others_busy" > "$out/raw.csv"
+echo "backend,ring,size,mrg_rxbuf,run,mpps,cycles_per_packet,others_busy" > "$out/raw.csv"
 log "frontend forwarding lcore on CPU $fe_cpu, backend on CPU $be_cpu;" \
     "$reps runs of ${duration}s per row and backend"
 status=0
-for size in $sizes; do
-    for mrg in $mrgs; do
-        for be in $backends; do
-            log "$be: ${size} B, mrg_rxbuf=$mrg"
-            if ! run_backend "$be" "$size" "$mrg"; then
-                log "$be: ${size} B, mrg_rxbuf=$mrg FAILED (logs in $out/logs)"
-                for f in "$work/$be-$size-$mrg"/*.log; do
-                    [ -e "$f" ] && cp "$f" "$out/logs/$be-$size-mrg$mrg-${f##*/}"
-                done
-                vfwd_stop_all "$work/$be-$size-$mrg" >/dev/null 2>&1
-                tpmd_stop_all "$work/$be-$size-$mrg" >/dev/null 2>&1
-                status=1
-            fi
+for ring in $rings; do
+    for size in $sizes; do
+        for mrg in $mrgs; do
+            for be in $backends; do
+                log "$be: $ring ring, ${size} B, mrg_rxbuf=$mrg"
+                if ! run_backend "$be" "$ring" "$size" "$mrg"; then
+                    log "$be: $ring ring, ${size} B, mrg_rxbuf=$mrg FAILED (logs in $out/logs)"
+                    for f in "$work/$be-$ring-$size-$mrg"/*.log; do
+                        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-${f##*/}"
+                    done
+                    vfwd_stop_all "$work/$be-$ring-$size-$mrg" >/dev/null 2>&1
+                    tpmd_stop_all "$work/$be-$ring-$size-$mrg" >/dev/null 2>&1
+                    status=1
+                fi
+            done
         done
     done
 done
 
-# Summary: one row per size x mrg.
-echo "size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio" > "$out/summary.csv"
-for size in $sizes; do
-    for mrg in $mrgs; do
-        dm=$(median dpdk "$size" "$mrg" 5); dc=$(median dpdk "$size" "$mrg" 6)
-        om=$(median ovs "$size" "$mrg" 5); oc=$(median ovs "$size" "$mrg" 6)
-        echo "$size $mrg $dm $dc $om $oc" | awk '{
-            r1 = ($3 + 0 > 0) ? sprintf("%.2f", $5 / $3) : "nan"
-            r2 = ($4 + 0 > 0) ? sprintf("%.2f", $6 / $4) : "nan"
-            printf "%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, r1, r2 }' \
-            >> "$out/summary.csv"
+# Summary: one row per ring x size x mrg.  The last four columns compare
+# each backend's packed row with its split row (empty for split rows, or
+# without a split row).
+echo "ring,size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio,ovs_packed_split_mpps,ovs_packed_split_cycles,dpdk_packed_split_mpps,dpdk_packed_split_cycles" > "$out/summary.csv"
+for ring in $rings; do
+    for size in $sizes; do
+        for mrg in $mrgs; do
+            dm=$(median dpdk "$ring" "$size" "$mrg" 6); dc=$(median dpdk "$ring" "$size" "$mrg" 7)
+            om=$(median ovs "$ring" "$size" "$mrg" 6); oc=$(median ovs "$ring" "$size" "$mrg" 7)
+            if [ "$ring" = packed ]; then
+                sdm=$(median dpdk split "$size" "$mrg" 6); sdc=$(median dpdk split "$size" "$mrg" 7)
+                som=$(median ovs split "$size" "$mrg" 6); soc=$(median ovs split "$size" "$mrg" 7)
+            else
+                sdm=nan sdc=nan som=nan soc=nan
+            fi
+            echo "$ring $size $mrg $dm $dc $om $oc $som $soc $sdm $sdc" | awk '
+                function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "" }
+                { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, $7,
+                         ratio($6, $4), ratio($7, $5), ratio($6, $8), ratio($7, $9),
+                         ratio($4, $10), ratio($5, $11) }' \
+                >> "$out/summary.csv"
+        done
     done
 done
 
 {
-    echo "| frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK |"
-    echo "|---:|:---:|---:|---:|---:|---:|---:|---:|"
-    tail -n +2 "$out/summary.csv" | awk -F, '{
-        printf "| %s B | %s | %s | %s | %s | %s | %s | %s |\n", $1, ($2 ? "on" : "off"), $3, $4, $5, $6, $7, $8 }'
+    echo "| ring | frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK | ours packed/split Mpps | ours packed/split cycles |"
+    echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    tail -n +2 "$out/summary.csv" | awk -F, '
+        function or_dash(v) { return v == "" ? "-" : v }
+        { printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
+                 $4, $5, $6, $7, or_dash($8), or_dash($9), or_dash($10), or_dash($11) }'
     echo
-    echo "Median of $reps runs of ${duration} s; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues) as the frontend;"
+    echo "Median of $reps runs of ${duration} s; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
     echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
     echo "$(uname -srm); $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
          "$(dpkg-query -W -f='dpdk ${Version}' dpdk 2>/dev/null)."
@@ -274,18 +310,19 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 if command -v gnuplot >/dev/null 2>&1; then
     tail -n +2 "$out/summary.csv" |
-        awk -F, '{ printf "\"%s B mrg %s\" %s %s %s %s\n", $1, ($2 ? "on" : "off"), $3, $5, $4, $6 }' \
+        awk -F, '{ printf "\"%s %s B mrg %s\" %s %s %s %s\n", $1, $2, ($3 ? "on" : "off"), $4, $6, $5, $7 }' \
         > "$out/chart.dat"
     gnuplot > "$out/logs/gnuplot.log" 2>&1 <<EOF
-set terminal pngcairo size 1000,450 noenhanced font ",10"
+set terminal pngcairo size 1400,500 noenhanced font ",10"
 set output "$out/bench.png"
-set multiplot layout 1,2 title "ovs-vhost-fwd vs DPDK vhost PMD (testpmd virtio-user io loop, split ring)"
+set multiplot layout 1,2 title "ovs-vhost-fwd vs DPDK vhost PMD (testpmd virtio-user io loop; split and packed rings)"
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.8 border -1
 set boxwidth 0.9
 set grid ytics
 set key top right
+set xtics rotate by -30
 set yrange [0:*]
 set title "Throughput (Mpps, higher is better)"
 plot "$out/chart.dat" using 2:xtic(1) title "DPDK vhost", "" using 3 title "ovs-vhost"
