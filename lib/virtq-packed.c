@@ -46,15 +46,6 @@ struct virtq_packed_shadow {
     struct virtq_packed_used elems[VIRTQ_PACKED_SHADOW_SIZE];
 };
 
-/* A chain found in the ring: its buffer id, how many ring descriptors it
- * takes and its segments in a shared struct virtq_segs. */
-struct virtq_packed_chain {
-    uint16_t id;
-    uint16_t count;
-    unsigned int first_seg;
-    unsigned int n_segs;
-    uint32_t len;
-};
 
 static inline void
 virtq_packed_advance__(uint16_t *idx, bool *wrap, uint16_t n, uint16_t size)
@@ -139,7 +130,7 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
 static inline int
 virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
                     uint16_t pos, bool wrap, bool write,
-                    struct virtq_segs *segs, struct virtq_packed_chain *c)
+                    struct virtq_segs *segs, struct virtq_chain *c)
 {
     const struct vring_packed_desc *ring = vq->desc;
     uint64_t total = 0;
@@ -313,7 +304,7 @@ virtq_packed_notify__(struct virtq *vq, uint16_t old_idx, bool old_wrap,
  * the packet. */
 static inline bool
 virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
-                        const struct virtq_packed_chain *c,
+                        const struct virtq_chain *c,
                         struct vhost_pkt *p, uint32_t pkt_len,
                         const uint32_t hdr_len)
 {
@@ -452,7 +443,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
             continue;
         }
 
-        struct virtq_packed_chain c;
+        struct virtq_chain c;
         segs.n = 0;
         int reason = virtq_packed_walk__(vq, ctx->mem, vq->last_avail_idx,
                                          vq->avail_wrap_counter, false,
@@ -502,7 +493,7 @@ static inline int
 virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct virtq_packed_shadow *sh, uint32_t need,
                        const bool mrg, struct virtq_segs *segs,
-                       struct virtq_packed_chain *chains,
+                       struct virtq_chain *chains,
                        unsigned int *n_chainsp, unsigned int *drop_budgetp)
 {
     uint8_t reasons[VIRTQ_PACKED_SHADOW_SIZE];
@@ -523,7 +514,7 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
             break;
         }
 
-        struct virtq_packed_chain *c = &chains[n_chains];
+        struct virtq_chain *c = &chains[n_chains];
         unsigned int first = segs->n;
         int reason = virtq_packed_walk__(vq, ctx->mem, pos, wrap, true,
                                          segs, c);
@@ -577,7 +568,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                        const uint32_t hdr_len, const bool mrg,
                        const bool event_idx)
 {
-    struct virtq_packed_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
+    struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_packed_shadow sh;
     struct virtq_segs segs;
     uint16_t old_idx = vq->last_used_idx;
@@ -608,69 +599,11 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
 
         struct virtio_net_hdr hdr;
-        unsigned int seg = 0;
-        uint32_t off = 0;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-
-        if (OVS_LIKELY(segs.n == 1 && n_chains == 1)) {
-            /* The usual case: header and packet in one guest buffer. */
-            uint8_t *dst = segs.segs[0].hva;
-
-            memcpy(dst, &hdr, hdr_len);
-            virtq_copy(dst + hdr_len, p->data, p->len);
-            if (OVS_UNLIKELY(ctx->log)) {
-                vhost_dirty_log_write(ctx->log, segs.segs[0].gpa,
-                                      hdr_len + p->len);
-            }
-            virtq_packed_shadow_add__(&sh, chains[0].id, chains[0].count, hdr_len + p->len);
-            virtq_count_pkt(&vq->stats, p->data, p->len);
-            done++;
-            continue;
-        }
-
-        if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
-            memcpy(segs.segs[0].hva, &hdr, hdr_len);
-            off = hdr_len;
-        } else {
-            vhost_cold_scatter(&segs, &seg, &off, &hdr, hdr_len);
-        }
-
-        const uint8_t *src = p->data;
-        uint32_t left = p->len;
+        virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
         for (unsigned int c = 0; c < n_chains; c++) {
-            struct virtq_packed_chain *ch = &chains[c];
-            unsigned int end = ch->first_seg + ch->n_segs;
-            uint32_t written = c == 0 ? MIN(hdr_len, ch->len) : 0;
-
-            if (seg < ch->first_seg) {
-                seg = ch->first_seg;
-                off = 0;
-            }
-            for (; seg < end && left; seg++, off = 0) {
-                struct virtq_seg *s = &segs.segs[seg];
-                uint32_t n_bytes = MIN(left, s->len - off);
-
-                virtq_copy(s->hva + off, src, n_bytes);
-                if (OVS_UNLIKELY(ctx->log)) {
-                    vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
-                }
-                src += n_bytes;
-                left -= n_bytes;
-                written += n_bytes;
-                if (off + n_bytes < s->len) {
-                    off += n_bytes;
-                    break;
-                }
-            }
-            virtq_packed_shadow_add__(&sh, ch->id, ch->count, written);
-        }
-        if (OVS_UNLIKELY(ctx->log)) {
-            uint32_t hl = hdr_len;
-            for (unsigned int s = 0; s < segs.n && hl; s++) {
-                uint32_t n_bytes = MIN(hl, segs.segs[s].len);
-                vhost_dirty_log_write(ctx->log, segs.segs[s].gpa, n_bytes);
-                hl -= n_bytes;
-            }
+            virtq_packed_shadow_add__(&sh, chains[c].id, chains[c].count,
+                                      chains[c].written);
         }
         virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;

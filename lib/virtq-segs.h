@@ -20,6 +20,7 @@
 #include "ovs-vhost/vhost.h"
 #include "util.h"
 #include "vhost-cold.h"
+#include "vhost-dirty-log.h"
 
 /* Most segments in the chains of one packet; longer chains are dropped
  * (DPDK's BUF_VECTOR_MAX is the same).  Linux guests use at most 19. */
@@ -44,6 +45,16 @@ struct virtq_seg {
 struct virtq_segs {
     unsigned int n;
     struct virtq_seg segs[VIRTQ_MAX_SEGS];
+};
+
+/* One descriptor chain's share of a struct virtq_segs. */
+struct virtq_chain {
+    uint16_t id;                /* Split: head index; packed: buffer id. */
+    uint16_t count;             /* Packed: ring descriptors it takes. */
+    unsigned int first_seg;     /* Its segments in the struct virtq_segs. */
+    unsigned int n_segs;
+    uint32_t len;               /* Bytes it can hold or holds. */
+    uint32_t written;           /* Enqueue: bytes written into it. */
 };
 
 /* Copies 'n' bytes from 'src' to 'dst'.  Packets are mostly small, where
@@ -103,6 +114,79 @@ virtq_segs_add(const struct guest_mem *mem, uint64_t addr, uint32_t len,
                                           : VHOST_DROP_BAD_ADDR;
     }
     return -1;
+}
+
+/* Enqueue, for both ring layouts: writes the 'hdr_len'-byte virtio-net
+ * header 'hdr' and then the packet of 'p' into the segments of the
+ * 'n_chains' chains in 'chains', which the caller reserved with room for
+ * both, and stores in each chain's 'written' the bytes that went into it.
+ * Marks what it writes in 'log', if any. */
+static inline void
+virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
+                unsigned int n_chains, const void *hdr, uint32_t hdr_len,
+                const struct vhost_pkt *p, struct vhost_dirty_log *log)
+{
+    unsigned int seg = 0;
+    uint32_t off = 0;
+
+    if (OVS_LIKELY(segs->n == 1 && n_chains == 1)) {
+        /* The usual case: header and packet in one guest buffer. */
+        uint8_t *dst = segs->segs[0].hva;
+
+        memcpy(dst, hdr, hdr_len);
+        virtq_copy(dst + hdr_len, p->data, p->len);
+        if (OVS_UNLIKELY(log)) {
+            vhost_dirty_log_write(log, segs->segs[0].gpa, hdr_len + p->len);
+        }
+        chains[0].written = hdr_len + p->len;
+        return;
+    }
+
+    if (OVS_LIKELY(segs->segs[0].len >= hdr_len)) {
+        memcpy(segs->segs[0].hva, hdr, hdr_len);
+        off = hdr_len;
+    } else {
+        vhost_cold_scatter(segs, &seg, &off, hdr, hdr_len);
+    }
+
+    const uint8_t *src = p->data;
+    uint32_t left = p->len;
+    for (unsigned int c = 0; c < n_chains; c++) {
+        struct virtq_chain *ch = &chains[c];
+        unsigned int end = ch->first_seg + ch->n_segs;
+        uint32_t written = c == 0 ? MIN(hdr_len, ch->len) : 0;
+
+        if (seg < ch->first_seg) {
+            seg = ch->first_seg;
+            off = 0;
+        }
+        for (; seg < end && left; seg++, off = 0) {
+            const struct virtq_seg *s = &segs->segs[seg];
+            uint32_t n_bytes = MIN(left, s->len - off);
+
+            virtq_copy(s->hva + off, src, n_bytes);
+            if (OVS_UNLIKELY(log)) {
+                vhost_dirty_log_write(log, s->gpa + off, n_bytes);
+            }
+            src += n_bytes;
+            left -= n_bytes;
+            written += n_bytes;
+            if (off + n_bytes < s->len) {
+                off += n_bytes;
+                break;
+            }
+        }
+        ch->written = written;
+    }
+    if (OVS_UNLIKELY(log)) {
+        /* The header, wherever it went. */
+        uint32_t hl = hdr_len;
+        for (unsigned int s = 0; s < segs->n && hl; s++) {
+            uint32_t n_bytes = MIN(hl, segs->segs[s].len);
+            vhost_dirty_log_write(log, segs->segs[s].gpa, n_bytes);
+            hl -= n_bytes;
+        }
+    }
 }
 
 #endif /* virtq-segs.h */

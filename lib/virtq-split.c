@@ -37,13 +37,6 @@ struct virtq_shadow {
     struct vring_used_elem elems[VIRTQ_SHADOW_SIZE];
 };
 
-/* Where a packet's first chain starts, for its header. */
-struct virtq_chain_pos {
-    uint16_t head;
-    unsigned int first_seg;
-    unsigned int n_segs;
-    uint32_t len;
-};
 
 /* Stops the queue for good (until the frontend sets it up again). */
 static void OVS_COLD
@@ -431,7 +424,7 @@ static inline int
 virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_shadow *sh, uint16_t avail_left,
                       uint32_t need, const bool mrg, struct virtq_segs *segs,
-                      struct virtq_chain_pos *chains, unsigned int *n_chainsp,
+                      struct virtq_chain *chains, unsigned int *n_chainsp,
                       uint16_t *consumedp, unsigned int *drop_budgetp)
 {
     uint8_t reasons[VIRTQ_SHADOW_SIZE]; /* Of the chains dropped here. */
@@ -473,8 +466,8 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
             }
             continue;
         }
-        chains[n_chains++] = (struct virtq_chain_pos) {
-            .head = head, .first_seg = first, .n_segs = segs->n - first,
+        chains[n_chains++] = (struct virtq_chain) {
+            .id = head, .first_seg = first, .n_segs = segs->n - first,
             .len = len,
         };
         have += len;
@@ -514,7 +507,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                       const uint32_t hdr_len, const bool mrg,
                       const bool event_idx)
 {
-    struct virtq_chain_pos chains[VIRTQ_MAX_CHAINS_PER_PKT];
+    struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_shadow sh;
     struct virtq_segs segs;
     uint16_t old_used = vq->last_used_idx;
@@ -551,70 +544,10 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         /* Header, then packet, into the reserved segments. */
         struct virtio_net_hdr hdr;
-        unsigned int seg = 0;
-        uint32_t off = 0;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-
-        if (OVS_LIKELY(segs.n == 1 && n_chains == 1)) {
-            /* The usual case: header and packet in one guest buffer. */
-            uint8_t *dst = segs.segs[0].hva;
-
-            memcpy(dst, &hdr, hdr_len);
-            virtq_copy(dst + hdr_len, p->data, p->len);
-            if (OVS_UNLIKELY(ctx->log)) {
-                vhost_dirty_log_write(ctx->log, segs.segs[0].gpa,
-                                      hdr_len + p->len);
-            }
-            virtq_split_shadow_add__(&sh, chains[0].head, need);
-            virtq_count_pkt(&vq->stats, p->data, p->len);
-            done++;
-            continue;
-        }
-
-        if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
-            memcpy(segs.segs[0].hva, &hdr, hdr_len);
-            off = hdr_len;
-        } else {
-            vhost_cold_scatter(&segs, &seg, &off, &hdr, hdr_len);
-        }
-
-        const uint8_t *src = p->data;
-        uint32_t left = p->len;
+        virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
         for (unsigned int c = 0; c < n_chains; c++) {
-            struct virtq_chain_pos *ch = &chains[c];
-            unsigned int end = ch->first_seg + ch->n_segs;
-            uint32_t written = c == 0 ? MIN(hdr_len, ch->len) : 0;
-
-            if (seg < ch->first_seg) {
-                seg = ch->first_seg;
-                off = 0;
-            }
-            for (; seg < end && left; seg++, off = 0) {
-                struct virtq_seg *s = &segs.segs[seg];
-                uint32_t n_bytes = MIN(left, s->len - off);
-
-                virtq_copy(s->hva + off, src, n_bytes);
-                if (OVS_UNLIKELY(ctx->log)) {
-                    vhost_dirty_log_write(ctx->log, s->gpa + off, n_bytes);
-                }
-                src += n_bytes;
-                left -= n_bytes;
-                written += n_bytes;
-                if (off + n_bytes < s->len) {
-                    off += n_bytes;
-                    break;
-                }
-            }
-            virtq_split_shadow_add__(&sh, ch->head, written);
-        }
-        if (OVS_UNLIKELY(ctx->log)) {
-            /* The header, wherever it went. */
-            uint32_t hl = hdr_len;
-            for (unsigned int s = 0; s < segs.n && hl; s++) {
-                uint32_t n_bytes = MIN(hl, segs.segs[s].len);
-                vhost_dirty_log_write(ctx->log, segs.segs[s].gpa, n_bytes);
-                hl -= n_bytes;
-            }
+            virtq_split_shadow_add__(&sh, chains[c].id, chains[c].written);
         }
         virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;
