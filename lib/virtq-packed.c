@@ -80,23 +80,12 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
                              const struct vring_packed_desc *d, bool write,
                              struct virtq_segs *segs, uint64_t *totalp)
 {
-    /* Guest-controlled: 'd->len', bounded before it sizes anything. */
-    if (!vq->indirect || (d->flags & VRING_DESC_F_NEXT)
-        || !d->len || d->len % sizeof(struct vring_packed_desc)
-        || d->len / sizeof(struct vring_packed_desc) > vq->size
-        || !range_fits(d->addr, d->len)) {
-        return VHOST_DROP_BAD_INDIRECT;
-    }
-
-    uint64_t avail = d->len;
     void *copy = NULL;
     const struct vring_packed_desc *table
-        = guest_mem_gpa_to_hva(mem, d->addr, &avail);
-    if (OVS_UNLIKELY(!table || avail < d->len)) {
-        table = copy = vhost_cold_copy_indirect(mem, d->addr, d->len);
-        if (!table) {
-            return VHOST_DROP_BAD_INDIRECT;
-        }
+        = virtq_indirect_table(mem, vq->indirect, vq->size, d->addr, d->len,
+                               d->flags, &copy);
+    if (!table) {
+        return VHOST_DROP_BAD_INDIRECT;
     }
 
     int reason = -1;

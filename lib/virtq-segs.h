@@ -21,6 +21,7 @@
 #include "util.h"
 #include "vhost-cold.h"
 #include "vhost-dirty-log.h"
+#include "virtio-ring.h"
 
 /* Most segments in the chains of one packet; longer chains are dropped
  * (DPDK's BUF_VECTOR_MAX is the same).  Linux guests use at most 19. */
@@ -56,6 +57,34 @@ struct virtq_chain {
     uint32_t len;               /* Bytes it can hold or holds. */
     uint32_t written;           /* Enqueue: bytes written into it. */
 };
+
+/* Checks an indirect descriptor ('addr', 'len', 'flags') of a queue of
+ * 'queue_size' entries and returns its table: a pointer into guest memory
+ * or, for a table that crosses regions, a copy stored in '*copyp' that the
+ * caller frees.  Returns NULL if indirect descriptors were not negotiated
+ * ('allowed' false) or the descriptor breaks a rule: VIRTIO 1.2 §2.7.5.3.1
+ * and §2.8.19, no NEXT with INDIRECT, a length that is a nonzero multiple
+ * of 16 (both layouts' descriptors are 16 bytes), at most one entry per
+ * ring entry, and inside guest memory. */
+static inline const void *
+virtq_indirect_table(const struct guest_mem *mem, bool allowed,
+                     uint16_t queue_size, uint64_t addr, uint32_t len,
+                     uint16_t flags, void **copyp)
+{
+    /* Guest-controlled: 'len', bounded here before it sizes anything. */
+    if (!allowed || (flags & VRING_DESC_F_NEXT)
+        || !len || len % 16 || len / 16 > queue_size
+        || !range_fits(addr, len)) {
+        return NULL;
+    }
+
+    uint64_t avail = len;
+    const void *table = guest_mem_gpa_to_hva(mem, addr, &avail);
+    if (OVS_UNLIKELY(!table || avail < len)) {
+        table = *copyp = vhost_cold_copy_indirect(mem, addr, len);
+    }
+    return table;
+}
 
 /* Copies 'n' bytes from 'src' to 'dst'.  Packets are mostly small, where
  * a libc call costs as much as the copy: up to 64 bytes are moved with two

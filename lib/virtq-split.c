@@ -85,34 +85,6 @@ virtq_split_read_desc__(const struct vring_desc *table, uint32_t i)
     return d;
 }
 
-/* Checks an indirect descriptor 'd' and returns its table (a pointer into
- * guest memory, or a copy in '*copyp' that the caller frees) with its
- * entry count in '*np', or NULL.  VIRTIO 1.2 §2.7.5.3.1: "The driver MUST
- * NOT set the VIRTQ_DESC_F_INDIRECT flag within an indirect descriptor"
- * and the table length is a multiple of 16. */
-static const struct vring_desc *
-virtq_split_indirect__(const struct virtq *vq, const struct guest_mem *mem,
-                       const struct vring_desc *d, uint32_t *np,
-                       void **copyp)
-{
-    /* Guest-controlled: 'd->len', bounded here before it sizes anything. */
-    if (!vq->indirect || (d->flags & VRING_DESC_F_NEXT)
-        || !d->len || d->len % sizeof(struct vring_desc)
-        || d->len / sizeof(struct vring_desc) > vq->size
-        || !range_fits(d->addr, d->len)) {
-        return NULL;
-    }
-
-    uint64_t avail = d->len;
-    const struct vring_desc *table = guest_mem_gpa_to_hva(mem, d->addr,
-                                                          &avail);
-    if (OVS_UNLIKELY(!table || avail < d->len)) {
-        table = *copyp = vhost_cold_copy_indirect(mem, d->addr, d->len);
-    }
-    *np = d->len / sizeof(struct vring_desc);
-    return table;
-}
-
 /* Walks the chain that starts at 'head', appending its buffers to 'segs'
  * (translated, in order) and returning its length in '*lenp'.  'write' is
  * true for RX chains, whose buffers must all be device-writable, false for
@@ -150,7 +122,9 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
                 reason = VHOST_DROP_BAD_INDIRECT;       /* Nested. */
                 break;
             }
-            table = virtq_split_indirect__(vq, mem, &d, &table_n, &copy);
+            table = virtq_indirect_table(mem, vq->indirect, vq->size,
+                                         d.addr, d.len, d.flags, &copy);
+            table_n = d.len / sizeof(struct vring_desc);
             if (!table) {
                 reason = VHOST_DROP_BAD_INDIRECT;
                 break;
