@@ -12,6 +12,8 @@
 #include "vhost-dev.h"
 #include "vhost-dirty-log.h"
 #include "vhost-port.h"
+#include "virtio-ring.h"
+#include "virtio-ring-packed.h"
 #include "virtq.h"
 
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
@@ -119,6 +121,55 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
     return done;
 }
 
+/* Counts what the guest has made available on a locked, ready vring.
+ * Split: the avail index ahead of ours.  Packed: the chains (descriptors
+ * without NEXT) marked available from our position, up to a ring's worth.
+ * Reads guest memory but trusts none of it: the result is only a metric
+ * and is capped at the ring size. */
+static unsigned int
+vhost_datapath_pending__(const struct virtq *vq)
+{
+    if (!vq->packed) {
+        const struct vring_avail *avail = vq->avail;
+        uint16_t n = __atomic_load_n(&avail->idx, __ATOMIC_ACQUIRE)
+                     - vq->last_avail_idx;
+        return MIN(n, vq->size);
+    }
+
+    const struct vring_packed_desc *ring = vq->desc;
+    uint16_t i = vq->last_avail_idx;
+    bool wrap = vq->avail_wrap_counter;
+    unsigned int chains = 0;
+
+    for (unsigned int seen = 0; seen < vq->size; seen++) {
+        uint16_t flags = __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
+        if (!vring_packed_desc_is_avail(flags, wrap)) {
+            break;
+        }
+        chains += !(flags & VRING_DESC_F_NEXT);
+        if (++i >= vq->size) {
+            i = 0;
+            wrap = !wrap;
+        }
+    }
+    return chains;
+}
+
+unsigned int
+vhost_dequeue_pending(struct vhost_port *port, unsigned int qp)
+{
+    struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
+                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
+    unsigned int n;
+
+    if (!vq) {
+        return 0;
+    }
+    n = vhost_datapath_pending__(vq);
+    virtq_unlock(vq);
+    return n;
+}
+
 /* Stores vring 'vring''s statistics in '*stats'.  Returns 0, or EINVAL if
  * there is no such vring.  Statistics last for the port's lifetime. */
 int
@@ -139,6 +190,25 @@ vhost_port_get_queue_stats(struct vhost_port *port, unsigned int vring,
         virtq_unlock(vq);
     }
     return 0;
+}
+
+const char *
+vhost_drop_reason_name(enum vhost_drop_reason reason)
+{
+    switch (reason) {
+    case VHOST_DROP_BAD_INDEX: return "bad_index";
+    case VHOST_DROP_LOOP: return "loop";
+    case VHOST_DROP_AVAIL_IDX: return "avail_idx";
+    case VHOST_DROP_BAD_ADDR: return "bad_addr";
+    case VHOST_DROP_BAD_DIRECTION: return "bad_direction";
+    case VHOST_DROP_BAD_INDIRECT: return "bad_indirect";
+    case VHOST_DROP_SHORT_HDR: return "short_hdr";
+    case VHOST_DROP_BAD_CSUM: return "bad_csum";
+    case VHOST_DROP_TOO_BIG: return "too_big";
+    case VHOST_DROP_NO_BUFS: return "no_bufs";
+    case VHOST_N_DROP_REASONS: break;
+    }
+    return "unknown";
 }
 
 const char *

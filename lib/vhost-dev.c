@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
 #include "virtio.h"
@@ -337,6 +339,28 @@ vhost_dev_destroy(struct vhost_dev *dev)
     }
 }
 
+/* Returns the NUMA node that holds guest memory (its first region), or -1
+ * if there is none or the kernel cannot say.  Asked of the kernel with
+ * get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR), which needs no libnuma. */
+static int
+vhost_dev_numa_node__(const struct vhost_dev *dev)
+{
+#ifdef SYS_get_mempolicy
+    enum { MPOL_F_NODE_ = 1 << 0, MPOL_F_ADDR_ = 1 << 1 };
+    int node = -1;
+
+    if (!dev->mem || !dev->mem->n_regions) {
+        return -1;
+    }
+    if (syscall(SYS_get_mempolicy, &node, NULL, 0UL,
+                (void *) dev->mem->regions[0].hva,
+                (unsigned long) (MPOL_F_NODE_ | MPOL_F_ADDR_)) == 0) {
+        return node;
+    }
+#endif
+    return -1;
+}
+
 void
 vhost_dev_get_info(const struct vhost_dev *dev, struct vhost_port_info *info)
 {
@@ -363,4 +387,5 @@ vhost_dev_get_info(const struct vhost_dev *dev, struct vhost_port_info *info)
     info->log_size = dev->log_size;
     info->has_log_call = dev->log_call_fd >= 0;
     info->has_backend_req = dev->backend_req_fd >= 0;
+    info->numa_node = vhost_dev_numa_node__(dev);
 }

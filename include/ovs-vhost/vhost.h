@@ -212,6 +212,7 @@ struct vhost_port_info {
     uint64_t log_size;          /* Its size in bytes. */
     bool has_log_call;          /* SET_LOG_FD gave an eventfd. */
     bool has_backend_req;       /* SET_BACKEND_REQ_FD gave a socket. */
+    int numa_node;              /* NUMA node of guest memory, -1 unknown. */
     struct vhost_port_counters counters;
 };
 
@@ -302,6 +303,12 @@ unsigned int vhost_dequeue_burst(struct vhost_port *, unsigned int qp,
 unsigned int vhost_enqueue_burst(struct vhost_port *, unsigned int qp,
                                  const struct vhost_pkt *pkts,
                                  unsigned int n);
+/* How many descriptor chains the guest has made available on queue pair
+ * 'qp''s TX ring and dequeue has not taken yet, as far as can be told
+ * without walking chains (at most the ring size).  0 if the queue is not
+ * ready or busy.  For queue-fill metrics, such as dpif-netdev's. */
+unsigned int vhost_dequeue_pending(struct vhost_port *, unsigned int qp);
+
 /* vhost_enqueue_burst() returns how many of 'pkts', in order, it is done
  * with: copied into the guest, or counted as VHOST_DROP_TOO_BIG because no
  * guest buffer can ever hold them.  The rest did not fit for now (the
@@ -325,6 +332,8 @@ enum vhost_drop_reason {
 };
 
 const char *vhost_drop_reason_to_string(enum vhost_drop_reason);
+/* A short identifier for 'reason' ("bad_index"), for counter names. */
+const char *vhost_drop_reason_name(enum vhost_drop_reason);
 
 /* Per-vring statistics, the set DPDK's vhost PMD exposes plus ours. */
 struct vhost_queue_stats {

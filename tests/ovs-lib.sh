@@ -1,0 +1,118 @@
+# ovs-lib.sh -- run ovsdb-server and this build's ovs-vswitchd in a private
+# directory, for shell tests, the demo and the benchmark.
+#
+# Source it (". tests/ovs-lib.sh") after setting:
+#   OVS_BUILD      the Open vSwitch build tree (ovsdb-server, ovs-vsctl,
+#                  ovs-appctl and the schema come from there)
+#   OVS_VSWITCHD   the ovs-vswitchd to run (default: our vswitchd build)
+# Every daemon gets OVS_RUNDIR/OVS_LOGDIR/OVS_DBDIR = DIR, so nothing
+# touches /run/openvswitch, and the ovs-vsctl/ovs-appctl wrappers below
+# talk to those daemons only.  Works with dash and bash.
+#
+#   ovs_start DIR [VSWITCHD-ARGS...]   ovsdb-server + ovs-vswitchd, detached
+#   ovs_stop DIR                       both, with ovs-appctl exit, then kill
+#   ovs_vsctl DIR ARGS...              ovs-vsctl against DIR's db
+#   ovs_appctl DIR ARGS...             ovs-appctl against DIR's vswitchd
+#   ovs_vswitchd_pid DIR
+#   ovs_check_log DIR [EXTRA-SED]      prints unexpected WARN/ERR lines of
+#                                      DIR/ovs-vswitchd.log, false if any
+#
+# Only pids recorded in DIR (ovsdb-server.pid, ovs-vswitchd.pid) are ever
+# signalled.
+
+# shellcheck disable=SC3043
+_ovs_env () {
+    OVS_RUNDIR=$1 OVS_LOGDIR=$1 OVS_DBDIR=$1 OVS_SYSCONFDIR=$1 \
+    OVS_PKGDATADIR=$OVS_BUILD/vswitchd
+    export OVS_RUNDIR OVS_LOGDIR OVS_DBDIR OVS_SYSCONFDIR OVS_PKGDATADIR
+}
+
+ovs_vsctl () {
+    local dir=$1; shift
+    (_ovs_env "$dir"; "$OVS_BUILD/utilities/ovs-vsctl" --timeout=30 \
+        --db="unix:$dir/db.sock" --no-wait "$@")
+}
+
+ovs_vsctl_wait () {
+    local dir=$1; shift
+    (_ovs_env "$dir"; "$OVS_BUILD/utilities/ovs-vsctl" --timeout=30 \
+        --db="unix:$dir/db.sock" "$@")
+}
+
+ovs_appctl () {
+    local dir=$1; shift
+    (_ovs_env "$dir"; "$OVS_BUILD/utilities/ovs-appctl" --timeout=30 \
+        -t ovs-vswitchd "$@")
+}
+
+ovs_vswitchd_pid () { cat "$1/ovs-vswitchd.pid" 2>/dev/null; }
+
+# ovs_start_db DIR: a fresh database and ovsdb-server.
+ovs_start_db () {
+    local dir=$1
+    mkdir -p "$dir" || return 1
+    rm -f "$dir/conf.db"
+    "$OVS_BUILD/ovsdb/ovsdb-tool" create "$dir/conf.db" \
+        "$OVS_BUILD/vswitchd/vswitch.ovsschema" || return 1
+    (_ovs_env "$dir"; "$OVS_BUILD/ovsdb/ovsdb-server" "$dir/conf.db" \
+        --remote="punix:$dir/db.sock" --pidfile="$dir/ovsdb-server.pid" \
+        --unixctl="$dir/ovsdb-server.ctl" \
+        --log-file="$dir/ovsdb-server.log" --detach --no-chdir) || return 1
+    ovs_vsctl "$dir" --no-wait init
+}
+
+# ovs_start_vswitchd DIR [ARGS...]: this build's ovs-vswitchd, detached.
+ovs_start_vswitchd () {
+    local dir=$1; shift
+    (_ovs_env "$dir"; "$OVS_VSWITCHD" "unix:$dir/db.sock" \
+        --pidfile="$dir/ovs-vswitchd.pid" \
+        --log-file="$dir/ovs-vswitchd.log" -vfile:info \
+        --detach --no-chdir "$@") || return 1
+}
+
+ovs_start () {
+    local dir=$1; shift
+    ovs_start_db "$dir" && ovs_start_vswitchd "$dir" "$@"
+}
+
+# _ovs_kill PIDFILE NAME: ask nicely, then SIGKILL after 10 s.
+_ovs_kill () {
+    local pid i=0
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    [ -n "$pid" ] || return 0
+    grep -q "$2" "/proc/$pid/cmdline" 2>/dev/null || { rm -f "$1"; return 0; }
+    kill "$pid" 2>/dev/null
+    while [ -d "/proc/$pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -9 "$pid" 2>/dev/null
+    rm -f "$1"
+}
+
+ovs_stop_vswitchd () {
+    local dir=$1
+    ovs_appctl "$dir" exit >/dev/null 2>&1
+    _ovs_kill "$dir/ovs-vswitchd.pid" ovs-vswitchd
+}
+
+ovs_stop () {
+    local dir=$1
+    ovs_stop_vswitchd "$dir"
+    _ovs_kill "$dir/ovsdb-server.pid" ovsdb-server
+}
+
+# ovs_check_log DIR [SED-FILTER]: the WARN and ERR lines of
+# DIR/ovs-vswitchd.log that are not expected, on stdout; false if any.
+# Expected everywhere: the server-mode deprecation notice, and the lines a
+# sandbox without kernel datapath or hugepages always logs.
+ovs_check_log () {
+    local dir=$1 filter=${2:-}
+    grep -E '\|(WARN|ERR|EMER)\|' "$dir/ovs-vswitchd.log" \
+      | grep -v -e 'dpdkvhostuser ports are considered deprecated' \
+                -e 'Failed to acquire lock' \
+                -e 'could not create datapath' \
+                -e 'system@ovs-system' \
+                -e 'failed to connect to .*db.sock' \
+                -e 'connection dropped' \
+      | { if [ -n "$filter" ]; then sed "$filter"; else cat; fi; } \
+      | grep . && return 1
+    return 0
+}
