@@ -485,7 +485,7 @@ netdev_vhost_cb_device_ready(struct vhost_port *port, void *dev_)
               netdev_get_name(&dev->up), info.numa_node, n_qp,
               n_qp == 1 ? "" : "s",
               info.features & (UINT64_C(1) << 34) ? "packed" : "split");
-    if (info.mtu && info.mtu != dev->up.mtu_user_config) {
+    if (info.mtu && info.mtu != dev->requested_mtu) {
         VLOG_INFO("vHost User device '%s': the guest's MTU is %u",
                   netdev_get_name(&dev->up), info.mtu);
     }
@@ -764,7 +764,9 @@ netdev_vhost_set_config(struct netdev *netdev, const struct smap *args,
 static uint64_t
 netdev_vhost_features(bool tso)
 {
-    uint64_t features = vhost_default_features();
+    /* VIRTIO_F_RING_PACKED (34): the packed ring, for frontends that ask
+     * (QEMU's packed=on, virtio-user's packed_vq=1), as OVS-DPDK offers. */
+    uint64_t features = vhost_default_features() | (UINT64_C(1) << 34);
 
     if (tso) {
         features |= vhost_offload_features();
@@ -850,10 +852,6 @@ netdev_vhost_reconfigure(struct netdev *netdev)
     ovs_mutex_lock(&dev->mutex);
     netdev->n_txq = MIN(MAX(dev->requested_n_txq, 1), NETDEV_VHOST_MAX_TXQ);
     netdev->n_rxq = MAX(dev->requested_n_rxq, 1);
-    if (dev->requested_mtu != netdev->mtu_user_config
-        && netdev->mtu_user_config) {
-        dev->requested_mtu = netdev->mtu_user_config;
-    }
     atomic_store_relaxed(&dev->max_frame, dev->requested_mtu + ETH_HEADER_LEN
                                           + VLAN_HEADER_LEN);
 

@@ -14,6 +14,7 @@ TESTSUITE_AT = \
 	tests/packed.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
+	tests/ovs.at \
 	tests/configure.at
 
 TESTSUITE = $(srcdir)/tests/testsuite
@@ -28,6 +29,7 @@ EXTRA_DIST += \
 	tests/package.m4 \
 	tests/run-testsuite.sh \
 	tests/testpmd-lib.sh \
+	tests/ovs-lib.sh \
 	tests/check-all.sh
 DISTCLEANFILES += tests/atconfig tests/atlocal
 

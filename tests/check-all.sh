@@ -1,8 +1,12 @@
 #! /bin/sh
 # Sets up a fresh Debian 12 machine and runs every test, as CI does:
 #
-#   1. installs the build and test dependencies (utilities/install-deps.sh);
-#   2. builds with gcc, warnings as errors, and runs `make check`;
+#   1. installs the build and test dependencies (utilities/install-deps.sh)
+#      and builds Open vSwitch 3.1 from Debian's openvswitch-source, once
+#      (utilities/ovs-vhost-build-ovs.sh caches it in /var/cache/ovs-vhost);
+#   2. builds with gcc, warnings as errors, against that OVS (so the OVS
+#      provider and ovs-vswitchd-vhost are built and tested), and runs
+#      `make check`;
 #   3. builds again with clang, AddressSanitizer and UndefinedBehaviorSanitizer,
 #      and runs `make check` there too.
 #
@@ -15,6 +19,7 @@ cd "$srcdir"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 "$srcdir/utilities/install-deps.sh"
+ovs=$("$srcdir/utilities/ovs-vhost-build-ovs.sh")
 [ -x configure ] || ./boot.sh
 
 total_pass=0 total_fail=0 total_skip=0 status=0
@@ -45,9 +50,9 @@ run_build () {
 }
 
 TESTSUITEFLAGS="$*"
-run_build gcc --enable-Werror CC=gcc
+run_build gcc --enable-Werror CC=gcc --with-ovs-source="$ovs"
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-run_build asan --enable-Werror CC=clang \
+run_build asan --enable-Werror CC=clang --with-ovs-source="$ovs" \
   CFLAGS="-g -O1 $san" LDFLAGS="$san"
 
 echo

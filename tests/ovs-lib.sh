@@ -7,7 +7,11 @@
 #   OVS_VSWITCHD   the ovs-vswitchd to run (default: our vswitchd build)
 # Every daemon gets OVS_RUNDIR/OVS_LOGDIR/OVS_DBDIR = DIR, so nothing
 # touches /run/openvswitch, and the ovs-vsctl/ovs-appctl wrappers below
-# talk to those daemons only.  Works with dash and bash.
+# talk to those daemons only.  As root, ovs-vswitchd runs in a network
+# namespace of its own (named in DIR/netns): the userspace datapath makes
+# kernel tap devices ("ovs-netdev", one per bridge) whose names would
+# collide between sandboxes, or with a host's Open vSwitch.  Works with
+# dash and bash.
 #
 #   ovs_start DIR [VSWITCHD-ARGS...]   ovsdb-server + ovs-vswitchd, detached
 #   ovs_stop DIR                       both, with ovs-appctl exit, then kill
@@ -61,13 +65,28 @@ ovs_start_db () {
     ovs_vsctl "$dir" --no-wait init
 }
 
+# ovs_netns DIR: the network namespace of DIR's ovs-vswitchd, created on
+# first use; empty if not root.
+ovs_netns () {
+    local ns
+    [ "$(id -u)" = 0 ] || return 0
+    if [ ! -s "$1/netns" ]; then
+        ns=ovsvh$(printf '%s' "$1" | cksum | cut -d' ' -f1)
+        ip netns add "$ns" 2>/dev/null || ip netns list | grep -q "^$ns\b" \
+            || return 0
+        echo "$ns" > "$1/netns"
+    fi
+    cat "$1/netns"
+}
+
 # ovs_start_vswitchd DIR [ARGS...]: this build's ovs-vswitchd, detached.
 ovs_start_vswitchd () {
-    local dir=$1; shift
-    (_ovs_env "$dir"; "$OVS_VSWITCHD" "unix:$dir/db.sock" \
-        --pidfile="$dir/ovs-vswitchd.pid" \
-        --log-file="$dir/ovs-vswitchd.log" -vfile:info \
-        --detach --no-chdir "$@") || return 1
+    local dir=$1 ns; shift
+    ns=$(ovs_netns "$dir")
+    # Default pidfile, log and control socket names: they come from the
+    # program name, which must be "ovs-vswitchd" for a drop-in binary.
+    (_ovs_env "$dir"; ${ns:+ip netns exec "$ns"} "$OVS_VSWITCHD" "unix:$dir/db.sock" \
+        --pidfile --log-file -vfile:info --detach --no-chdir "$@") || return 1
 }
 
 ovs_start () {
@@ -97,6 +116,10 @@ ovs_stop () {
     local dir=$1
     ovs_stop_vswitchd "$dir"
     _ovs_kill "$dir/ovsdb-server.pid" ovsdb-server
+    if [ -s "$dir/netns" ]; then
+        ip netns del "$(cat "$dir/netns")" 2>/dev/null
+        rm -f "$dir/netns"
+    fi
 }
 
 # ovs_check_log DIR [SED-FILTER]: the WARN and ERR lines of
@@ -112,6 +135,7 @@ ovs_check_log () {
                 -e 'system@ovs-system' \
                 -e 'failed to connect to .*db.sock' \
                 -e 'connection dropped' \
+                -e 'failed to set MTU for network device br0' \
       | { if [ -n "$filter" ]; then sed "$filter"; else cat; fi; } \
       | grep . && return 1
     return 0

@@ -10,6 +10,8 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-demo.sh \
 	utilities/install-deps.sh \
 	utilities/ovs-vhost-bench.sh \
+	utilities/ovs-vhost-build-ovs.sh \
+	utilities/ovs-vhost-ovs-bench.sh \
 	docs/benchmark.md
 
 # `make bench`: ovs-vhost-fwd against DPDK's vhost PMD, with testpmd's
@@ -22,3 +24,18 @@ bench: utilities/ovs-vhost-fwd
 	  --fwd '$(abs_builddir)/utilities/ovs-vhost-fwd' \
 	  --out '$(abs_builddir)/bench' $(BENCHFLAGS)
 .PHONY: bench
+
+# `make bench-ovs`: this build's ovs-vswitchd against Debian's OVS-DPDK,
+# testpmd's virtio-user as the guests (docs/benchmark.md).  Needs the
+# build configured --with-ovs-source.
+if HAVE_OVS
+bench-ovs: vswitchd/ovs-vswitchd-vhost
+	$(SHELL) '$(srcdir)/utilities/ovs-vhost-ovs-bench.sh' \
+	  --vswitchd '$(abs_builddir)/vswitchd/ovs-vswitchd-vhost' \
+	  --ovs-build '$(OVSBUILDDIR)' \
+	  --out '$(abs_builddir)/bench-ovs' $(BENCHFLAGS)
+else
+bench-ovs:
+	@echo "bench-ovs: configure --with-ovs-source=DIR first" >&2; exit 1
+endif
+.PHONY: bench-ovs

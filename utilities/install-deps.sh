@@ -3,8 +3,12 @@
 # Safe to run again: packages already there are skipped by apt-get.
 set -e
 
+# openvswitch-source, libssl-dev, libcap-ng-dev: Open vSwitch 3.1, built
+# once by ovs-vhost-build-ovs.sh for the OVS provider; iputils-ping for the
+# OVS tests' pings between namespaces.
 pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
-      libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3"
+      libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3
+      openvswitch-source libssl-dev libcap-ng-dev iputils-ping"
 
 missing=
 for p in $pkgs; do

@@ -1,0 +1,214 @@
+#! /bin/sh
+# ovs-vhost-ovs-bench.sh -- this build's ovs-vswitchd against Debian's
+# OVS-DPDK, side by side, with the same frontend, flows and PMD core.
+#
+#   testpmd virtio-user port 0 <-> vhu0 --+
+#             | io                        | OVS, two flows: 1->2, 2->1,
+#   testpmd virtio-user port 1 <-> vhu1 --+ one PMD thread on the 2nd CPU
+#
+# For each ring layout (split, packed) and each switch in turn:
+#   ovs-dpdk   /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+#              (Debian's openvswitch-switch-dpdk) with dpdk-init=true and
+#              dpdk-extra="--no-huge --legacy-mem -m 3072 --no-pci";
+#   ovs-vhost  vswitchd/ovs-vswitchd-vhost from this build.
+# Both run with pmd-cpu-mask on the second CPU, two dpdkvhostuser ports on
+# a netdev bridge and the flows in_port=1,actions=2 and in_port=2,actions=1,
+# in a private run directory (tests/ovs-lib.sh).  The frontend is one
+# dpdk-testpmd with two net_virtio_user ports (packed_vq=1 on packed rows)
+# in io forwarding, its forwarding lcore on the first CPU, started with
+# `start tx_first 8`.
+#
+# Measured, REPS times over DURATION seconds after a warm-up: the
+# frontend's Mpps each way (Rx-pps of port 0 and port 1), and the PMD's
+# "avg processing cycles per packet" from
+# `ovs-appctl dpif-netdev/pmd-stats-show` after `pmd-stats-clear`.  The
+# median of the runs is kept; the ratio is ovs-vhost / ovs-dpdk (above 1 is
+# better for Mpps, below 1 is better for cycles).
+#
+# Output in OUT (default ./bench-ovs): raw.csv, table.md (also printed),
+# logs/.
+#
+# Usage: ovs-vhost-ovs-bench.sh [--vswitchd PATH] [--ovs-build DIR]
+#            [--dpdk-vswitchd PATH] [--out DIR] [--duration S] [--reps N]
+#            [--rings "split packed"] [--switches "ovs-dpdk ovs-vhost"]
+# `make bench-ovs` runs it on the build tree (BENCHFLAGS= passes options).
+# Root, Linux, Debian 12 packages dpdk and openvswitch-switch-dpdk.
+set -u
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+
+vswitchd=
+ovs_build=${OVS_BUILD:-}
+dpdk_vswitchd=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+out=bench-ovs
+duration=5
+reps=3
+rings="split packed"
+switches="ovs-dpdk ovs-vhost"
+warmup=3
+
+usage () {
+    sed -n '2,/^set -u/p' "$0" | sed -n 's/^# \{0,1\}//p'
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --vswitchd) vswitchd=$2; shift ;;
+    --ovs-build) ovs_build=$2; shift ;;
+    --dpdk-vswitchd) dpdk_vswitchd=$2; shift ;;
+    --out) out=$2; shift ;;
+    --duration) duration=$2; shift ;;
+    --reps) reps=$2; shift ;;
+    --rings) rings=$2; shift ;;
+    --switches) switches=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "ovs-vhost-ovs-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+[ -n "$vswitchd" ] || vswitchd=$PWD/vswitchd/ovs-vswitchd-vhost
+if [ ! -x "$vswitchd" ]; then
+    echo "ovs-vhost-ovs-bench: no ovs-vswitchd-vhost at $vswitchd" \
+         "(configure --with-ovs-source, make)" >&2
+    exit 1
+fi
+if [ -z "$ovs_build" ] || [ ! -x "$ovs_build/utilities/ovs-vsctl" ]; then
+    echo "ovs-vhost-ovs-bench: --ovs-build must name the OVS build tree" >&2
+    exit 1
+fi
+if [ ! -x "$dpdk_vswitchd" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "ovs-vhost-ovs-bench: installing openvswitch-switch-dpdk" >&2
+        # The package's init script must not start a system-wide OVS.
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends openvswitch-switch-dpdk >/dev/null
+        rm -f /usr/sbin/policy-rc.d
+    fi
+    [ -x "$dpdk_vswitchd" ] || {
+        echo "ovs-vhost-ovs-bench: $dpdk_vswitchd missing" >&2; exit 1; }
+fi
+
+OVS_BUILD=$ovs_build
+. "$srcdir/tests/ovs-lib.sh"
+. "$srcdir/tests/testpmd-lib.sh"
+
+mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
+work=$(mktemp -d /tmp/ovs-vhost-ovs-bench.XXXXXX) || exit 1
+O=$work/ovs
+cleanup () {
+    tpmd_stop_all "$work" >/dev/null 2>&1
+    ovs_stop "$O" >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+pmd_cpu=$(echo "$cpus" | tr ',' '\n' | awk -F- '
+    { for (c = $1; c <= ($2 == "" ? $1 : $2); c++) if (++n == 2) { print c; exit } }')
+[ -n "$pmd_cpu" ] || { echo "ovs-vhost-ovs-bench: needs two CPUs" >&2; exit 1; }
+pmd_mask=$(printf '0x%x' $((1 << pmd_cpu)))
+
+# run_switch SWITCH RING REP: one measurement; appends a line to raw.csv.
+run_switch () {
+    local sw=$1 ring=$2 rep=$3 vdevopt= log=$out/logs/$1-$2-$3
+    [ "$ring" = packed ] && vdevopt=,packed_vq=1
+
+    rm -rf "$O"
+    ovs_start_db "$O" || return 1
+    ovs_vsctl "$O" set Open_vSwitch . other_config:pmd-cpu-mask="$pmd_mask"
+    if [ "$sw" = ovs-dpdk ]; then
+        ovs_vsctl "$O" set Open_vSwitch . other_config:dpdk-init=true \
+            other_config:dpdk-extra="--no-huge --legacy-mem -m 3072 --no-pci --file-prefix=ovsbench$$"
+        OVS_VSWITCHD=$dpdk_vswitchd
+    else
+        OVS_VSWITCHD=$vswitchd
+    fi
+    ovs_start_vswitchd "$O" 2>>"$log.err" || return 1
+    ovs_vsctl_wait "$O" add-br br0 -- set bridge br0 datapath_type=netdev \
+        -- add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuser \
+           ofport_request=1 \
+        -- add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuser \
+           ofport_request=2 >>"$log.err" 2>&1 || return 1
+    ofctl="$OVS_BUILD/utilities/ovs-ofctl"
+    "$ofctl" del-flows "unix:$O/br0.mgmt" &&
+    "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=1,actions=output:2 &&
+    "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=2,actions=output:1 || return 1
+
+    TPMD_FWD_CPU=0 TPMD_MEM=1024 tpmd_start fe "$work" \
+        "net_virtio_user0,path=$O/vhu0$vdevopt net_virtio_user1,path=$O/vhu1$vdevopt" \
+        --forward-mode=io --txd=1024 --rxd=1024 || return 1
+    tpmd_wait_ready fe "$work" || { cp "$work/fe.log" "$log.fe"; return 1; }
+    if [ "$ring" = packed ] && ! grep -q 'packed ring' "$work/fe.log"; then
+        echo "ovs-vhost-ovs-bench: the frontend did not run the packed ring" >&2
+        cp "$work/fe.log" "$log.fe"; return 1
+    fi
+    tpmd_cmd fe "$work" "start tx_first 8" >/dev/null
+    sleep "$warmup"
+    ovs_appctl "$O" dpif-netdev/pmd-stats-clear >/dev/null
+    set -- $(tpmd_pps fe "$work" 0 "$duration")
+    rx0=$1
+    set -- $(tpmd_pps fe "$work" 1 1)
+    rx1=$1
+    cyc=$(ovs_appctl "$O" dpif-netdev/pmd-stats-show | tee "$log.pmd" |
+          sed -n 's/.*avg processing cycles per packet: \([0-9.]*\).*/\1/p' |
+          head -1)
+    tpmd_cmd fe "$work" "stop" >/dev/null
+    cp "$work/fe.log" "$log.fe"
+    cp "$O/ovs-vswitchd.log" "$log.vswitchd"
+    tpmd_stop fe "$work" >/dev/null 2>&1
+    ovs_stop "$O" >/dev/null 2>&1
+    echo "$sw,$ring,$rep,$(awk -v a="$rx0" -v b="$rx1" 'BEGIN { printf "%.3f,%.3f", a / 1e6, b / 1e6 }'),${cyc:-0}" \
+        >> "$out/raw.csv"
+    echo "  $sw $ring run $rep: $(tail -1 "$out/raw.csv" | cut -d, -f4,5) Mpps, ${cyc:-?} cycles/packet" >&2
+}
+
+# median SWITCH RING COLUMN (4, 5: Mpps each way; 6: cycles/packet)
+median () {
+    awk -F, -v s="$1" -v r="$2" -v c="$3" '$1 == s && $2 == r { print $c }' \
+        "$out/raw.csv" | sort -g | awk '{ v[NR] = $1 } END {
+            if (!NR) { print "?"; exit }
+            printf "%s", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo "switch,ring,rep,mpps_0to1,mpps_1to0,cycles_per_packet" > "$out/raw.csv"
+status=0
+for ring in $rings; do
+    for rep in $(seq 1 "$reps"); do
+        # Alternate the order, so that drift on a shared machine does not
+        # favour one switch.
+        order=$switches
+        [ $((rep % 2)) = 0 ] && order=$(echo "$switches" | awk '{ for (i = NF; i; i--) printf "%s ", $i }')
+        for sw in $order; do
+            run_switch "$sw" "$ring" "$rep" || {
+                echo "ovs-vhost-ovs-bench: $sw $ring run $rep failed (logs in $out/logs)" >&2
+                status=1
+                tpmd_stop_all "$work" >/dev/null 2>&1
+                ovs_stop "$O" >/dev/null 2>&1
+            }
+        done
+    done
+done
+
+{
+    echo "| ring | switch | Mpps 0->1 | Mpps 1->0 | PMD cycles/packet | Mpps ratio | cycles ratio |"
+    echo "|------|--------|-----------|-----------|-------------------|------------|--------------|"
+    for ring in $rings; do
+        d0=$(median ovs-dpdk "$ring" 4); d1=$(median ovs-dpdk "$ring" 5)
+        dc=$(median ovs-dpdk "$ring" 6)
+        for sw in $switches; do
+            m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
+            c=$(median "$sw" "$ring" 6)
+            ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
+                'BEGIN { printf (c + d > 0) ? "%.2f" : "?", (a + b) / (c + d) }' 2>/dev/null)
+            cratio=$(awk -v a="$c" -v b="$dc" 'BEGIN { printf (b > 0) ? "%.2f" : "?", a / b }' 2>/dev/null)
+            echo "| $ring | $sw | $m0 | $m1 | $c | $ratio | $cratio |"
+        done
+    done
+} > "$out/table.md"
+cat "$out/table.md"
+exit $status
