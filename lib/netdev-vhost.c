@@ -28,12 +28,15 @@
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
+#include "openvswitch/token-bucket.h"
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
+#include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "packets.h"
 #include "openvswitch/poll-loop.h"
 #include "smap.h"
+#include "sset.h"
 #include "timeval.h"
 #include "userspace-tso.h"
 #include "lib/util.h"          /* OVS's, not ours. */
@@ -92,6 +95,15 @@ struct netdev_vhost_sw_stats {
     atomic_uint64_t rx_alloc_failures;      /* No memory for a packet. */
 };
 
+/* A byte-rate policer: ingress policing (Interface ingress_policing_rate
+ * and _burst, in kbit/s and kbit), or the "egress-policer" QoS type (cir
+ * in bytes/s, cbs in bytes).  Shared by the PMD threads of a port under
+ * 'busy'; replaced whole, through RCU, when the configuration changes. */
+struct netdev_vhost_policer {
+    atomic_flag busy;
+    struct token_bucket tb;     /* Tokens are bits. */
+};
+
 struct netdev_vhost {
     struct netdev up;
 
@@ -129,6 +141,12 @@ struct netdev_vhost {
     atomic_int tx_retries_max;
     atomic_bool tx_offloads;        /* Guest takes partial csum and TSO. */
     struct netdev_vhost_txlock txlocks[VHOST_MAX_QUEUE_PAIRS];
+    OVSRCU_TYPE(struct netdev_vhost_policer *) ingress_policer;
+    OVSRCU_TYPE(struct netdev_vhost_policer *) egress_policer;
+    uint32_t policer_rate OVS_GUARDED;      /* kbit/s, 0: none. */
+    uint32_t policer_burst OVS_GUARDED;     /* kbit. */
+    uint64_t qos_cir OVS_GUARDED;           /* bytes/s, 0: no QoS. */
+    uint64_t qos_cbs OVS_GUARDED;           /* bytes. */
 
     struct netdev_vhost_sw_stats sw;
 };
@@ -698,6 +716,10 @@ netdev_vhost_destruct(struct netdev *netdev)
     ovs_mutex_lock(&dev->mutex);
     free(dev->path);
     dev->path = NULL;
+    ovsrcu_postpone(free, ovsrcu_get_protected(struct netdev_vhost_policer *,
+                                               &dev->ingress_policer));
+    ovsrcu_postpone(free, ovsrcu_get_protected(struct netdev_vhost_policer *,
+                                               &dev->egress_policer));
     ovs_mutex_unlock(&dev->mutex);
     ovs_mutex_destroy(&dev->mutex);
 }
@@ -1000,6 +1022,144 @@ netdev_vhost_update_flags(struct netdev *netdev, enum netdev_flags off,
     dev->flags = (dev->flags & ~off) | on;
     if (dev->flags != *old_flagsp) {
         netdev_vhost_update_running(dev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+    return 0;
+}
+
+/* Policing and QoS
+ * ================
+ *
+ * As OVS-DPDK: ingress policing on what the guest sends, and one QoS type,
+ * "egress-policer", on what it receives.  Dropped packets are counted in
+ * ovs_rx_qos_drops and ovs_tx_qos_drops. */
+
+static struct netdev_vhost_policer *
+netdev_vhost_policer_create(uint64_t bits_per_ms, uint64_t burst_bits)
+{
+    struct netdev_vhost_policer *p = xzalloc(sizeof *p);
+
+    atomic_flag_clear(&p->busy);
+    token_bucket_init(&p->tb, MIN(bits_per_ms, UINT_MAX),
+                      MIN(burst_bits, UINT_MAX));
+    return p;
+}
+
+/* Keeps the 'n' packets of 'pkts' that 'p' lets through at the front, in
+ * order, frees the others, and returns how many it kept. */
+static int
+netdev_vhost_police(struct netdev_vhost_policer *p, struct dp_packet **pkts,
+                    int n)
+{
+    int kept = 0;
+
+    while (atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire)) {
+        /* Another PMD is policing one burst. */
+    }
+    for (int i = 0; i < n; i++) {
+        if (token_bucket_withdraw(&p->tb, dp_packet_size(pkts[i]) * 8)) {
+            pkts[kept++] = pkts[i];
+        } else {
+            dp_packet_delete(pkts[i]);
+        }
+    }
+    atomic_flag_clear_explicit(&p->busy, memory_order_release);
+    return kept;
+}
+
+static int
+netdev_vhost_set_policing(struct netdev *netdev, uint32_t rate,
+                          uint32_t burst, uint32_t kpkts_rate,
+                          uint32_t kpkts_burst OVS_UNUSED)
+{
+    struct netdev_vhost *dev = netdev_vhost_cast(netdev);
+
+    if (kpkts_rate) {
+        VLOG_WARN_RL(&rl, "%s: packet-rate ingress policing is not "
+                     "supported", netdev_get_name(netdev));
+        return EOPNOTSUPP;
+    }
+    /* OVS-DPDK's defaults: no rate, no policing; no burst, 8000 kbit. */
+    burst = !rate ? 0 : !burst ? 8000 : burst;
+
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->policer_rate != rate || dev->policer_burst != burst) {
+        struct netdev_vhost_policer *old
+            = ovsrcu_get_protected(struct netdev_vhost_policer *,
+                                   &dev->ingress_policer);
+        ovsrcu_set(&dev->ingress_policer,
+                   rate ? netdev_vhost_policer_create(rate,
+                                                      (uint64_t) burst * 1000)
+                        : NULL);
+        ovsrcu_postpone(free, old);
+        dev->policer_rate = rate;
+        dev->policer_burst = burst;
+    }
+    ovs_mutex_unlock(&dev->mutex);
+    return 0;
+}
+
+static int
+netdev_vhost_get_qos_types(const struct netdev *netdev OVS_UNUSED,
+                           struct sset *types)
+{
+    sset_add(types, "egress-policer");
+    return 0;
+}
+
+static int
+netdev_vhost_get_qos(const struct netdev *netdev, const char **typep,
+                     struct smap *details)
+{
+    struct netdev_vhost *dev = netdev_vhost_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->qos_cir) {
+        *typep = "egress-policer";
+        smap_add_format(details, "cir", "%"PRIu64, dev->qos_cir);
+        smap_add_format(details, "cbs", "%"PRIu64, dev->qos_cbs);
+    } else {
+        *typep = "";
+    }
+    ovs_mutex_unlock(&dev->mutex);
+    return 0;
+}
+
+static int
+netdev_vhost_set_qos(struct netdev *netdev, const char *type,
+                     const struct smap *details)
+{
+    struct netdev_vhost *dev = netdev_vhost_cast(netdev);
+    uint64_t cir = 0, cbs = 0;
+
+    if (type && type[0]) {
+        if (strcmp(type, "egress-policer")) {
+            VLOG_WARN_RL(&rl, "%s: QoS type %s is not supported (only "
+                         "egress-policer)", netdev_get_name(netdev), type);
+            return EOPNOTSUPP;
+        }
+        cir = smap_get_ullong(details, "cir", 0);
+        cbs = smap_get_ullong(details, "cbs", 0);
+        if (!cir || !cbs) {
+            VLOG_WARN_RL(&rl, "%s: egress-policer needs cir and cbs",
+                         netdev_get_name(netdev));
+            return EINVAL;
+        }
+    }
+
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->qos_cir != cir || dev->qos_cbs != cbs) {
+        struct netdev_vhost_policer *old
+            = ovsrcu_get_protected(struct netdev_vhost_policer *,
+                                   &dev->egress_policer);
+        /* cir bytes/s is cir * 8 / 1000 bits per ms. */
+        ovsrcu_set(&dev->egress_policer,
+                   cir ? netdev_vhost_policer_create(cir * 8 / 1000,
+                                                     cbs * 8)
+                       : NULL);
+        ovsrcu_postpone(free, old);
+        dev->qos_cir = cir;
+        dev->qos_cbs = cbs;
     }
     ovs_mutex_unlock(&dev->mutex);
     return 0;
@@ -1432,6 +1592,19 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         p->size = 0;
     }
     batch->count = n;
+
+    struct netdev_vhost_policer *policer
+        = ovsrcu_get(struct netdev_vhost_policer *, &dev->ingress_policer);
+    if (OVS_UNLIKELY(policer)) {
+        int kept = netdev_vhost_police(policer, batch->packets, n);
+        if (kept < (int) n) {
+            sw_add(&dev->sw.rx_qos_drops, n - kept);
+        }
+        batch->count = kept;
+        if (!kept) {
+            return EAGAIN;
+        }
+    }
     dp_packet_batch_init_packet_fields(batch);
     return 0;
 }
@@ -1527,6 +1700,15 @@ netdev_vhost_send(struct netdev *netdev, int qid,
         COVERAGE_ADD(vhost_tx_drop, n_pkts);
         dp_packet_delete_batch(batch, true);
         return 0;
+    }
+    struct netdev_vhost_policer *policer
+        = ovsrcu_get(struct netdev_vhost_policer *, &dev->egress_policer);
+    if (OVS_UNLIKELY(policer)) {
+        int kept = netdev_vhost_police(policer, batch->packets, n_pkts);
+        if (kept < n_pkts) {
+            sw_add(&dev->sw.tx_qos_drops, n_pkts - kept);
+        }
+        batch->count = kept;
     }
     atomic_read_relaxed(&dev->tx_map[(unsigned int) qid % MAX(netdev->n_txq,
                                                               1)], &q);
@@ -1634,6 +1816,10 @@ netdev_vhost_send(struct netdev *netdev, int qid,
     .get_custom_stats = netdev_vhost_get_custom_stats,  \
     .get_status = netdev_vhost_get_status,              \
     .update_flags = netdev_vhost_update_flags,          \
+    .set_policing = netdev_vhost_set_policing,          \
+    .get_qos_types = netdev_vhost_get_qos_types,        \
+    .get_qos = netdev_vhost_get_qos,                    \
+    .set_qos = netdev_vhost_set_qos,                    \
     .reconfigure = netdev_vhost_reconfigure,            \
     .rxq_alloc = netdev_vhost_rxq_alloc,                \
     .rxq_construct = netdev_vhost_rxq_construct,        \

@@ -124,7 +124,11 @@ run_switch () {
     if [ "$sw" = ovs-dpdk ]; then
         ovs_vsctl "$O" set Open_vSwitch . other_config:dpdk-init=true \
             other_config:dpdk-extra="--no-huge --legacy-mem -m 3072 --no-pci --file-prefix=ovsbench$$"
-        OVS_VSWITCHD=$dpdk_vswitchd
+        # Named ovs-vswitchd, as the alternatives symlink names it, so that
+        # its pidfile and control socket are the stock ones.
+        mkdir -p "$work/ovs-dpdk"
+        ln -sf "$dpdk_vswitchd" "$work/ovs-dpdk/ovs-vswitchd"
+        OVS_VSWITCHD=$work/ovs-dpdk/ovs-vswitchd
     else
         OVS_VSWITCHD=$vswitchd
     fi
