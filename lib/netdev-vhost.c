@@ -69,11 +69,9 @@ static struct vlog_rate_limit rl = VLOG_RATE_LIMIT_INIT(5, 20);
  * non-PMD threads); each maps onto an enabled guest queue pair. */
 #define NETDEV_VHOST_MAX_TXQ 1024
 
-/* Packet buffers handed to dpif-netdev: one malloc() holds the struct
- * dp_packet, headroom for pushed headers and the packet.  A DPBUF_STUB
- * source makes dp_packet_delete() free the whole block at once. */
+/* Headroom of the packets handed to dpif-netdev, for pushed headers (see
+ * "Packet buffers" below). */
 #define NETDEV_VHOST_HEADROOM 128
-#define NETDEV_VHOST_MIN_ROOM 256
 
 /* One lock per guest RX ring, taken by send() when several OVS txqs may
  * use it at once (XPS, or more OVS txqs than enabled guest queues). */
@@ -603,11 +601,14 @@ netdev_vhost_dealloc(struct netdev *netdev)
     free_cacheline(netdev_vhost_cast(netdev));
 }
 
+static void netdev_vhost_cache_init(void);
+
 static int
 netdev_vhost_common_construct(struct netdev *netdev, bool client)
 {
     struct netdev_vhost *dev = netdev_vhost_cast(netdev);
 
+    netdev_vhost_cache_init();
     ovs_mutex_init(&dev->mutex);
     dev->client = client;
     dev->requested_n_rxq = 1;
@@ -1453,25 +1454,120 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
  * PMD threads.  No lock but the engine's per-vring access lock and, for
  * shared txqs, 'txlocks'. */
 
+/* Packet buffers
+ * --------------
+ *
+ * One malloc() holds the struct dp_packet, headroom and room for a
+ * 1518-byte frame with VLAN tags, as a DPBUF_STUB packet: whoever frees it
+ * with dp_packet_delete() frees the block in one free().  Packets that
+ * come back to us (sent to a vhost-user port, the common vhost-to-vhost
+ * case) are kept in a per-thread cache instead and handed out again by
+ * the next dequeue on that thread: with run-to-completion PMDs that is the
+ * same thread, so the cache stays warm and malloc()/free() leave the
+ * path.  Larger packets (jumbo, TSO) get a block of their size, not
+ * cached. */
+#define NETDEV_VHOST_STD_ROOM 2048
+#define NETDEV_VHOST_STD_ALLOC (NETDEV_VHOST_HEADROOM + NETDEV_VHOST_STD_ROOM)
+#define NETDEV_VHOST_CACHE_MAX 512
+
+struct netdev_vhost_cache {
+    unsigned int n;
+    struct dp_packet *pkts[NETDEV_VHOST_CACHE_MAX];
+};
+
+static ovsthread_key_t netdev_vhost_cache_key;
+static void netdev_vhost_cache_destroy(void *);
+
+/* Creates the cache's thread-specific key, once, from the first port's
+ * construction on the main thread (not from a constructor: key creation
+ * sets up OVS's fatal-signal machinery, which must wait for main()). */
+static void
+netdev_vhost_cache_init(void)
+{
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+
+    if (ovsthread_once_start(&once)) {
+        ovsthread_key_create(&netdev_vhost_cache_key,
+                             netdev_vhost_cache_destroy);
+        ovsthread_once_done(&once);
+    }
+}
+
+static void
+netdev_vhost_cache_destroy(void *cache_)
+{
+    struct netdev_vhost_cache *cache = cache_;
+
+    for (unsigned int i = 0; i < cache->n; i++) {
+        free(cache->pkts[i]);
+    }
+    free(cache);
+}
+
+static struct netdev_vhost_cache *
+netdev_vhost_cache_get(void)
+{
+    struct netdev_vhost_cache *cache
+        = ovsthread_getspecific(netdev_vhost_cache_key);
+
+    if (OVS_UNLIKELY(!cache)) {
+        cache = xmalloc(sizeof *cache);
+        cache->n = 0;
+        ovsthread_setspecific(netdev_vhost_cache_key, cache);
+    }
+    return cache;
+}
+
+/* True if 'b' is one of our standard blocks, untouched in layout. */
+static inline bool
+netdev_vhost_is_std(const struct dp_packet *b)
+{
+    return b->source == DPBUF_STUB
+           && dp_packet_base(b) == (const void *) (b + 1)
+           && dp_packet_get_allocated(b) == NETDEV_VHOST_STD_ALLOC;
+}
+
+/* Frees 'b', or keeps it in this thread's cache if it is ours. */
+static inline void
+netdev_vhost_recycle(struct netdev_vhost_cache *cache, struct dp_packet *b)
+{
+    if (OVS_LIKELY(netdev_vhost_is_std(b)
+                   && cache->n < NETDEV_VHOST_CACHE_MAX)) {
+        cache->pkts[cache->n++] = b;
+    } else {
+        dp_packet_delete(b);
+    }
+}
+
 static bool
 netdev_vhost_pkt_alloc(void *aux OVS_UNUSED, struct vhost_pkt *pkt,
                        uint32_t len)
 {
     size_t headroom = NETDEV_VHOST_HEADROOM;
-    size_t room = ROUND_UP(MAX(len, NETDEV_VHOST_MIN_ROOM), 64);
-    struct dp_packet *b;
+    size_t room = NETDEV_VHOST_STD_ROOM;
+    struct dp_packet *b = NULL;
 
-    /* dp_packet sizes are 16 bits: give up headroom for the largest. */
-    if (headroom + room > UINT16_MAX) {
-        room = MAX(len, UINT16_MAX - headroom);
-        if (room > UINT16_MAX) {
+    if (OVS_LIKELY(len <= NETDEV_VHOST_STD_ROOM)) {
+        struct netdev_vhost_cache *cache = netdev_vhost_cache_get();
+        if (OVS_LIKELY(cache->n)) {
+            b = cache->pkts[--cache->n];
+        }
+    } else {
+        room = ROUND_UP(len, 64);
+        /* dp_packet sizes are 16 bits: give up headroom for the largest. */
+        if (headroom + room > UINT16_MAX) {
+            room = len;
+            if (room > UINT16_MAX) {
+                return false;
+            }
+            headroom = MIN(headroom, UINT16_MAX - room);
+        }
+    }
+    if (!b) {
+        b = malloc(sizeof *b + headroom + room);
+        if (OVS_UNLIKELY(!b)) {
             return false;
         }
-        headroom = UINT16_MAX - room;
-    }
-    b = malloc(sizeof *b + headroom + room);
-    if (OVS_UNLIKELY(!b)) {
-        return false;
     }
     dp_packet_use_stub(b, b + 1, headroom + room);
     dp_packet_reserve(b, headroom);
@@ -1484,7 +1580,7 @@ netdev_vhost_pkt_alloc(void *aux OVS_UNUSED, struct vhost_pkt *pkt,
 static void
 netdev_vhost_pkt_free(void *aux OVS_UNUSED, struct vhost_pkt *pkt)
 {
-    dp_packet_delete(pkt->handle);
+    netdev_vhost_recycle(netdev_vhost_cache_get(), pkt->handle);
     pkt->handle = NULL;
     pkt->data = NULL;
 }
@@ -1784,7 +1880,13 @@ netdev_vhost_send(struct netdev *netdev, int qid,
         sw_add(&dev->sw.tx_mtu_exceeded_drops, mtu_drops);
         COVERAGE_ADD(vhost_mtu_exceeded, mtu_drops);
     }
-    dp_packet_delete_batch(batch, true);
+
+    /* Copied into the guest (or dropped): the buffers are free. */
+    struct netdev_vhost_cache *cache = netdev_vhost_cache_get();
+    DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
+        netdev_vhost_recycle(cache, packet);
+    }
+    dp_packet_batch_init(batch);
     return 0;
 }
 
