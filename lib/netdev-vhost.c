@@ -308,6 +308,10 @@ netdev_vhost_set_other_config(const struct smap *cfg)
         }
         vhost_sock_dir = sub ? xasprintf("%s/%s", ovs_rundir(), sub)
                              : xstrdup(ovs_rundir());
+        if (sub && mkdir(vhost_sock_dir, 0755) && errno != EEXIST) {
+            VLOG_ERR("vhost-sock-dir %s: cannot create it (%s)",
+                     vhost_sock_dir, ovs_strerror(errno));
+        }
         VLOG_INFO("vhost-user sockets in %s", vhost_sock_dir);
     }
 

@@ -94,13 +94,17 @@ ovs_start () {
     ovs_start_db "$dir" && ovs_start_vswitchd "$dir" "$@"
 }
 
-# _ovs_kill PIDFILE NAME: ask nicely, then SIGKILL after 10 s.
+# _ovs_kill PIDFILE NAME [GRACE]: waits GRACE tenths of a second for the
+# process to exit by itself (after `ovs-appctl exit`), then asks with
+# SIGTERM, then SIGKILL after 10 s.
 _ovs_kill () {
     local pid i=0
     pid=$(cat "$1" 2>/dev/null) || return 0
     [ -n "$pid" ] || return 0
     grep -q "$2" "/proc/$pid/cmdline" 2>/dev/null || { rm -f "$1"; return 0; }
-    kill "$pid" 2>/dev/null
+    while [ -d "/proc/$pid" ] && [ $i -lt "${3:-0}" ]; do sleep 0.1; i=$((i + 1)); done
+    i=0
+    [ -d "/proc/$pid" ] && kill "$pid" 2>/dev/null
     while [ -d "/proc/$pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     kill -9 "$pid" 2>/dev/null
     rm -f "$1"
@@ -109,7 +113,7 @@ _ovs_kill () {
 ovs_stop_vswitchd () {
     local dir=$1
     ovs_appctl "$dir" exit >/dev/null 2>&1
-    _ovs_kill "$dir/ovs-vswitchd.pid" ovs-vswitchd
+    _ovs_kill "$dir/ovs-vswitchd.pid" ovs-vswitchd 100
 }
 
 ovs_stop () {

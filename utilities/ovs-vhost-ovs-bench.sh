@@ -143,12 +143,15 @@ run_switch () {
     "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=1,actions=output:2 &&
     "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=2,actions=output:1 || return 1
 
-    TPMD_FWD_CPU=0 TPMD_MEM=1024 tpmd_start fe "$work" \
+    TPMD_FWD_CPU=0 TPMD_MEM=1024 \
+    TPMD_EAL_ARGS="--log-level=pmd.net.virtio.*:info" tpmd_start fe "$work" \
         "net_virtio_user0,path=$O/vhu0$vdevopt net_virtio_user1,path=$O/vhu1$vdevopt" \
         --forward-mode=io --txd=1024 --rxd=1024 || return 1
     tpmd_wait_ready fe "$work" || { cp "$work/fe.log" "$log.fe"; return 1; }
-    if [ "$ring" = packed ] && ! grep -q 'packed ring' "$work/fe.log"; then
-        echo "ovs-vhost-ovs-bench: the frontend did not run the packed ring" >&2
+    # The ring the frontend really runs, both ports, Rx and Tx.
+    n_packed=$(grep -c 'virtio: using packed ring' "$work/fe.log")
+    if [ "$n_packed" != "$([ "$ring" = packed ] && echo 4 || echo 0)" ]; then
+        echo "ovs-vhost-ovs-bench: the frontend does not run a $ring ring" >&2
         cp "$work/fe.log" "$log.fe"; return 1
     fi
     tpmd_cmd fe "$work" "start tx_first 8" >/dev/null
