@@ -1543,16 +1543,17 @@ netdev_vhost_recycle(struct netdev_vhost_cache *cache, struct dp_packet *b)
     }
 }
 
+/* The allocator for vhost_dequeue_burst(); 'cache_' is this thread's
+ * cache, looked up once per burst. */
 static bool
-netdev_vhost_pkt_alloc(void *aux OVS_UNUSED, struct vhost_pkt *pkt,
-                       uint32_t len)
+netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
 {
     size_t headroom = NETDEV_VHOST_HEADROOM;
     size_t room = NETDEV_VHOST_STD_ROOM;
     struct dp_packet *b = NULL;
 
     if (OVS_LIKELY(len <= NETDEV_VHOST_STD_ROOM)) {
-        struct netdev_vhost_cache *cache = netdev_vhost_cache_get();
+        struct netdev_vhost_cache *cache = cache_;
         if (OVS_LIKELY(cache->n)) {
             b = cache->pkts[--cache->n];
         }
@@ -1582,17 +1583,12 @@ netdev_vhost_pkt_alloc(void *aux OVS_UNUSED, struct vhost_pkt *pkt,
 }
 
 static void
-netdev_vhost_pkt_free(void *aux OVS_UNUSED, struct vhost_pkt *pkt)
+netdev_vhost_pkt_free(void *cache, struct vhost_pkt *pkt)
 {
-    netdev_vhost_recycle(netdev_vhost_cache_get(), pkt->handle);
+    netdev_vhost_recycle(cache, pkt->handle);
     pkt->handle = NULL;
     pkt->data = NULL;
 }
-
-static const struct vhost_pkt_alloc netdev_vhost_allocator = {
-    .alloc = netdev_vhost_pkt_alloc,
-    .free = netdev_vhost_pkt_free,
-};
 
 /* Returns the Ethernet type of the 'len'-byte frame at 'eth', after one
  * VLAN tag, with its L3 offset in '*l3'. */
@@ -1666,9 +1662,13 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
+    const struct vhost_pkt_alloc alloc = {
+        .alloc = netdev_vhost_pkt_alloc,
+        .free = netdev_vhost_pkt_free,
+        .aux = netdev_vhost_cache_get(),
+    };
     unsigned int n = vhost_dequeue_burst(dev->port, qp, rxq->pkts,
-                                         NETDEV_MAX_BURST,
-                                         &netdev_vhost_allocator);
+                                         NETDEV_MAX_BURST, &alloc);
     if (!n) {
         return EAGAIN;
     }
@@ -1729,7 +1729,7 @@ netdev_vhost_rxq_destruct(struct netdev_rxq *rxq_)
 
     for (int i = 0; i < NETDEV_MAX_BURST; i++) {
         if (rxq->pkts[i].data) {
-            netdev_vhost_pkt_free(NULL, &rxq->pkts[i]);
+            netdev_vhost_pkt_free(netdev_vhost_cache_get(), &rxq->pkts[i]);
         }
     }
 }

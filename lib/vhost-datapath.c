@@ -123,9 +123,13 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
 
 /* Counts what the guest has made available on a locked, ready vring.
  * Split: the avail index ahead of ours.  Packed: the chains (descriptors
- * without NEXT) marked available from our position, up to a ring's worth.
+ * without NEXT) marked available from our position, looking at no more
+ * than VHOST_PENDING_PACKED_MAX descriptors (a metric need not cost a
+ * ring walk per burst).
  * Reads guest memory but trusts none of it: the result is only a metric
  * and is capped at the ring size. */
+#define VHOST_PENDING_PACKED_MAX 128
+
 static unsigned int
 vhost_datapath_pending__(const struct virtq *vq)
 {
@@ -141,7 +145,8 @@ vhost_datapath_pending__(const struct virtq *vq)
     bool wrap = vq->avail_wrap_counter;
     unsigned int chains = 0;
 
-    for (unsigned int seen = 0; seen < vq->size; seen++) {
+    for (unsigned int seen = 0; seen < MIN(vq->size, VHOST_PENDING_PACKED_MAX);
+         seen++) {
         uint16_t flags = __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
         if (!vring_packed_desc_is_avail(flags, wrap)) {
             break;

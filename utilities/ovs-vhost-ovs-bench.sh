@@ -23,7 +23,9 @@
 # "avg processing cycles per packet" from
 # `ovs-appctl dpif-netdev/pmd-stats-show` after `pmd-stats-clear`.  The
 # median of the runs is kept; the ratio is ovs-vhost / ovs-dpdk (above 1 is
-# better for Mpps, below 1 is better for cycles).
+# better for Mpps, below 1 is better for cycles).  Before each run the
+# script counts the other runnable tasks on the machine: more than one
+# means the figures measure the load, not the switches.
 #
 # Output in OUT (default ./bench-ovs): raw.csv, table.md (also printed),
 # logs/.
@@ -113,11 +115,25 @@ pmd_cpu=$(echo "$cpus" | tr ',' '\n' | awk -F- '
 [ -n "$pmd_cpu" ] || { echo "ovs-vhost-ovs-bench: needs two CPUs" >&2; exit 1; }
 pmd_mask=$(printf '0x%x' $((1 << pmd_cpu)))
 
+# others_busy: the median number of tasks runnable at once, besides the
+# one sampling, over 10 samples in a second, taken while nothing of ours
+# runs.  0 or 1 on an idle machine; more means someone else is using the
+# CPUs and that run's figures are not to be trusted.
+others_busy () {
+    local i=0
+    while [ $i -lt 10 ]; do
+        cut -d' ' -f4 /proc/loadavg
+        sleep 0.1
+        i=$((i + 1))
+    done | awk -F/ '{ print $1 - 1 }' | sort -n | sed -n 5p
+}
+
 # run_switch SWITCH RING REP: one measurement; appends a line to raw.csv.
 run_switch () {
     local sw=$1 ring=$2 rep=$3 vdevopt= log=$out/logs/$1-$2-$3
     [ "$ring" = packed ] && vdevopt=,packed_vq=1
 
+    busy=$(others_busy)
     rm -rf "$O"
     ovs_start_db "$O" || return 1
     ovs_vsctl "$O" set Open_vSwitch . other_config:pmd-cpu-mask="$pmd_mask"
@@ -169,9 +185,9 @@ run_switch () {
     cp "$O/ovs-vswitchd.log" "$log.vswitchd"
     tpmd_stop fe "$work" >/dev/null 2>&1
     ovs_stop "$O" >/dev/null 2>&1
-    echo "$sw,$ring,$rep,$(awk -v a="$rx0" -v b="$rx1" 'BEGIN { printf "%.3f,%.3f", a / 1e6, b / 1e6 }'),${cyc:-0}" \
+    echo "$sw,$ring,$rep,$(awk -v a="$rx0" -v b="$rx1" 'BEGIN { printf "%.3f,%.3f", a / 1e6, b / 1e6 }'),${cyc:-0},$busy" \
         >> "$out/raw.csv"
-    echo "  $sw $ring run $rep: $(tail -1 "$out/raw.csv" | cut -d, -f4,5) Mpps, ${cyc:-?} cycles/packet" >&2
+    echo "  $sw $ring run $rep: $(tail -1 "$out/raw.csv" | cut -d, -f4,5) Mpps, ${cyc:-?} cycles/packet, $busy other runnable tasks" >&2
 }
 
 # median SWITCH RING COLUMN (4, 5: Mpps each way; 6: cycles/packet)
@@ -182,7 +198,7 @@ median () {
             printf "%s", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "switch,ring,rep,mpps_0to1,mpps_1to0,cycles_per_packet" > "$out/raw.csv"
+echo "switch,ring,rep,mpps_0to1,mpps_1to0,cycles_per_packet,others_busy" > "$out/raw.csv"
 status=0
 for ring in $rings; do
     for rep in $(seq 1 "$reps"); do
@@ -216,6 +232,9 @@ done
             echo "| $ring | $sw | $m0 | $m1 | $c | $ratio | $cratio |"
         done
     done
+    echo
+    echo "Other runnable tasks before each run (0-1: idle machine):" \
+         "$(awk -F, 'NR > 1 { printf "%s%s", sep, $7; sep = " " }' "$out/raw.csv")"
 } > "$out/table.md"
 cat "$out/table.md"
 exit $status
