@@ -9,9 +9,10 @@
 #      with a netdev bridge br0 and two ports: vhu0 (dpdkvhostuser, OVS
 #      listens) and vhu1 (dpdkvhostuserclient, OVS connects to a testpmd
 #      that listens), and flows vhu0 -> vhu1 -> vhu0;
-#   3. connects DPDK testpmd as both guests (virtio-user, no hugepages):
-#      one sends packets (txonly) into vhu0, the other forwards what it
-#      gets from vhu1 back (io forwarding);
+#   3. connects DPDK testpmd as the guests (virtio-user, no hugepages):
+#      one testpmd with a port on each socket, forwarding between them (io),
+#      started with tx_first, so packets go round guest -> vhu0 -> OVS ->
+#      vhu1 -> guest -> vhu1 -> OVS -> vhu0 -> guest;
 #   4. prints the ports' status and statistics columns, and
 #      `ovs-appctl vhost/show`.
 #
@@ -62,25 +63,24 @@ ofctl=$OVS_BUILD/utilities/ovs-ofctl
 echo "== iface_types: $(ovs_vsctl "$O" get Open_vSwitch . iface_types)"
 ovs_vsctl "$O" show
 
-echo "== testpmd guest A: virtio-user on $O/vhu0, txonly"
-TPMD_MEM=512 tpmd_start ga "$dir" "net_virtio_user0,path=$O/vhu0" \
-  --forward-mode=txonly
-tpmd_wait_ready ga "$dir"
-echo "== testpmd guest B: virtio-user server at $dir/vhu1.sock, io (loops back)"
-TPMD_MEM=512 tpmd_start gb "$dir" "net_virtio_user0,path=$dir/vhu1.sock,server=1" \
+echo "== testpmd as the guests: virtio-user port 0 on $O/vhu0 (OVS listens),"
+echo "   port 1 listening at $dir/vhu1.sock (OVS connects); io forwarding 0<->1"
+TPMD_FWD_CPU=0 tpmd_start guests "$dir" \
+  "net_virtio_user0,path=$O/vhu0 net_virtio_user1,path=$dir/vhu1.sock,server=1" \
   --forward-mode=io
-tpmd_wait_ready gb "$dir"
+tpmd_wait_ready guests "$dir"
 i=0
 until [ "$(ovs_vsctl "$O" get Interface vhu1 status:status 2>/dev/null)" = connected ] \
       && [ "$(ovs_vsctl "$O" get Interface vhu0 status:status 2>/dev/null)" = connected ]; do
   i=$((i + 1)); [ $i -lt 100 ] || { echo "ports did not connect"; exit 1; }
   sleep 0.2
 done
-tpmd_cmd gb "$dir" start >/dev/null
-tpmd_cmd ga "$dir" start >/dev/null
+echo "== start tx_first: 32 packets per port go round guest -> OVS -> guest"
+tpmd_cmd guests "$dir" "start tx_first" >/dev/null
 echo "== traffic for $seconds s"
 sleep "$seconds"
-tpmd_cmd ga "$dir" stop >/dev/null
+echo "== the guests' rates (port 0, port 1): $(tpmd_pps guests "$dir" 0 1 | cut -d' ' -f1) $(tpmd_pps guests "$dir" 1 1 | cut -d' ' -f1) pps"
+tpmd_cmd guests "$dir" stop >/dev/null
 sleep 6   # one statistics interval
 
 for p in vhu0 vhu1; do
@@ -91,8 +91,7 @@ for p in vhu0 vhu1; do
     | sed 's/^ //' | grep -E '^(rx|tx)_(packets|bytes|dropped|errors)=|^ovs_' \
     | paste -sd' ' | fold -s -w 100
 done
-echo "== guest A (sent into vhu0), guest B (received on vhu1, sent back)"
-echo "A: $(tpmd_port_counts ga "$dir" 0)   B: $(tpmd_port_counts gb "$dir" 0)   (RX TX)"
+echo "== the guests' counters (RX TX): port 0 $(tpmd_port_counts guests "$dir" 0), port 1 $(tpmd_port_counts guests "$dir" 1)"
 echo "== ovs-appctl vhost/show"
 ovs_appctl "$O" vhost/show
 echo "== ovs-appctl dpif-netdev/pmd-rxq-show"
