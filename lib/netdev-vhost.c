@@ -659,9 +659,12 @@ netdev_vhost_construct(struct netdev *netdev)
 
     netdev_vhost_common_construct(netdev, false);
 
+    /* Lock order: vhost_mutex (in netdev_vhost_sock_path()), then a port's
+     * mutex, never the other way. */
     struct netdev_vhost *dev = netdev_vhost_cast(netdev);
+    char *path = netdev_vhost_sock_path(name);
     ovs_mutex_lock(&dev->mutex);
-    dev->path = netdev_vhost_sock_path(name);
+    dev->path = path;
     ovs_mutex_unlock(&dev->mutex);
     VLOG_WARN_ONCE("dpdkvhostuser ports are considered deprecated;  "
                    "please migrate to dpdkvhostuserclient ports.");

@@ -20,9 +20,10 @@
  * The engine's control plane runs on the main thread, from the classes'
  * run and wait hooks: no thread is created, before or after daemonizing.
  * Engine callbacks therefore arrive on the main thread, with the engine
- * lock held; they take a port's 'mutex'.  Lock order: engine, then port.
- * Code that holds a port's 'mutex' never calls into the engine's control
- * plane.
+ * lock held; they take a port's 'mutex'.  Lock order: the engine, then
+ * the provider's global 'vhost_mutex', then a port's 'mutex'.  Code that
+ * holds a port's 'mutex' calls neither into the engine's control plane nor
+ * takes 'vhost_mutex'.
  *
  * PMD threads call rxq_recv and send, which use the engine's burst calls
  * (lock-free apart from each vring's access lock) and atomics of the port.
