@@ -2258,11 +2258,39 @@ test_not_avail(void)
     pk_finish(&pk);
 }
 
-/* A buffer id made available twice before the engine uses it (the driver
- * breaks §2.8.6's "buffer ID ... unique among buffers in flight"): the
- * engine does not track ids, so it takes both and returns both.  This
- * checks that it stays sane: both packets, two used descriptors with that
- * id, each consuming its own slots, and the ring still works. */
+/* Buffer ids in flight (§2.8.6: "Buffer ID ... unique among buffers in
+ * flight").  A chain whose id is in flight already is dropped, counted
+ * under VHOST_DROP_ID_IN_FLIGHT and returned used with length 0 and the
+ * id it gave (the driver model keeps such a chain aside and answers
+ * -EPROTO when it comes back); the first chain with that id is not
+ * disturbed.  An id is in flight from the burst that takes it until that
+ * burst writes it back as used, so the next burst may see it again. */
+
+/* Posts on TX(0) a one-descriptor chain with buffer id 'id' holding a
+ * zero header and 'len' bytes of 'pkt'. */
+static void
+tx_post_id(struct pk *pk, const uint8_t *pkt, size_t len, uint16_t id)
+{
+    struct tfe_vq *vq = &pk->vq[TX(0)];
+    uint64_t b = arena_buf(vq, pk->hdr_len + len);
+
+    TU_CHECK(tfe_mem_write(vq->mem, b + pk->hdr_len, pkt, len));
+    post_one(vq, b, pk->hdr_len + len, 0, id);
+}
+
+static void
+check_id_drops(struct pk *pk, unsigned int vring, uint64_t packets,
+               uint64_t in_flight)
+{
+    struct vhost_queue_stats s = get_stats(pk, vring);
+
+    TU_CHECK_EQ(s.packets, packets);
+    TU_CHECK_EQ(s.drops[VHOST_DROP_ID_IN_FLIGHT], in_flight);
+    TU_CHECK_EQ(total_drops(&s), in_flight);
+}
+
+/* Within one burst, both directions: an id made available twice (one
+ * descriptor, then a chain of two) before the engine runs. */
 static void
 test_id_reuse(void)
 {
@@ -2290,33 +2318,184 @@ test_id_reuse(void)
         post_one(vq, b1, tx ? 112 : 2048, w, id);
         post_two(vq, b2, 12, w, b2 + 12, tx ? 100 : 2036, w, id);
         if (tx) {
-            TU_CHECK_EQ(dq(&pk, 0, out, 8), 2);
-            check_pkt(&out[0], a, 100, "first of the same id");
-            check_pkt(&out[1], a, 100, "second of the same id");
+            TU_CHECK_EQ(dq(&pk, 0, out, 8), 1);
+            check_pkt(&out[0], a, 100, "the first of the same id");
             release_pkts(out, 8);
         } else {
             struct vhost_pkt in[2] = {
                 { .data = a, .len = 100 }, { .data = a, .len = 100 },
             };
-            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+            /* The second packet finds only the dropped chain. */
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 1);
         }
         TU_CHECK_EQ(get_used(vq, &u, "first of the same id"), 0);
         TU_CHECK_EQ(u.id, id);
         TU_CHECK_EQ(u.len, tx ? 0 : 112);
         TU_CHECK_EQ(get_used(vq, &u, "second of the same id"), -EPROTO);
         TU_CHECK_EQ(u.id, id);
-        TU_CHECK_EQ(u.len, tx ? 0 : 112);
+        TU_CHECK_EQ(u.len, 0);
         expect_no_used(vq);
-        {
-            struct vhost_queue_stats s = get_stats(&pk, vring);
-            TU_CHECK_EQ(total_drops(&s), 0);
-            TU_CHECK_EQ(s.packets, 2);
-        }
+        check_id_drops(&pk, vring, 1, 1);
         free(a);
     }
     roundtrip(&pk, 0, "after the reused ids");
     pk_finish(&pk);
 }
+
+/* The four-at-a-time dequeue batch: an id twice inside one batch, and an
+ * id that an earlier batch of the same burst took.  Neither batch may
+ * take them; the single path drops exactly the second use. */
+static void
+test_id_reuse_batch(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 64);
+    struct vhost_pkt out[16];
+    uint8_t *p[8];
+    struct pk pk;
+
+    pk_start(&pk, "id-reuse-batch", &cfg);
+    for (int i = 0; i < 8; i++) {
+        p[i] = new_pkt(&pk, 60 + i, MAC_UNICAST);
+    }
+    tx_advance_to(&pk, 4);
+
+    tu_log("positions 4..7: ids 10 11 10 12 (10 twice in one batch)");
+    tx_post_id(&pk, p[0], 60, 10);
+    tx_post_id(&pk, p[1], 61, 11);
+    tx_post_id(&pk, p[2], 62, 10);
+    tx_post_id(&pk, p[3], 63, 12);
+    TU_CHECK_EQ(dq(&pk, 0, out, 16), 3);
+    check_pkt(&out[0], p[0], 60, "id 10");
+    check_pkt(&out[1], p[1], 61, "id 11");
+    check_pkt(&out[2], p[3], 63, "id 12");
+    release_pkts(out, 16);
+    expect_used(&pk.vq[TX(0)], 10, 0);
+    expect_used(&pk.vq[TX(0)], 11, 0);
+    expect_used(&pk.vq[TX(0)], 10, 0);     /* The kept-aside one. */
+    expect_used(&pk.vq[TX(0)], 12, 0);
+    expect_no_used(&pk.vq[TX(0)]);
+    check_id_drops(&pk, TX(0), 4 + 3, 1);
+
+    tu_log("positions 8..15: ids 20 21 22 23, then 24 21 25 26 (21 again, "
+           "in the next batch of the same burst)");
+    for (int i = 0; i < 8; i++) {
+        static const uint16_t ids[8] = { 20, 21, 22, 23, 24, 21, 25, 26 };
+        tx_post_id(&pk, p[i], 60 + i, ids[i]);
+    }
+    TU_CHECK_EQ(dq(&pk, 0, out, 16), 7);
+    for (int i = 0, j = 0; i < 8; i++) {
+        if (i != 5) {
+            check_pkt(&out[j++], p[i], 60 + i, "second burst");
+        }
+    }
+    release_pkts(out, 16);
+    for (int i = 0; i < 8; i++) {
+        static const uint16_t ids[8] = { 20, 21, 22, 23, 24, 21, 25, 26 };
+        expect_used(&pk.vq[TX(0)], ids[i], 0);
+    }
+    expect_no_used(&pk.vq[TX(0)]);
+    check_id_drops(&pk, TX(0), 4 + 3 + 7, 2);
+
+    for (int i = 0; i < 8; i++) {
+        free(p[i]);
+    }
+    roundtrip(&pk, 0, "after the batches");
+    pk_finish(&pk);
+}
+
+/* Across bursts.  Every burst writes back what it took before it
+ * returns, so an id used in one burst is free again in the next: taking
+ * it again is no reuse, in either direction, including a chain that an
+ * enqueue met but left available (a packet that did not fit) and meets
+ * again, in the next burst or later in the same one. */
+static void
+test_id_reuse_bursts(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_BASE | PK_IND | PK_EVT, 16);
+    struct vhost_pkt out[4];
+    uint8_t *a, *big;
+    struct pk pk;
+
+    pk_start(&pk, "id-reuse-bursts", &cfg);
+    a = new_pkt(&pk, 100, MAC_UNICAST);
+    big = new_pkt(&pk, 3000, MAC_UNICAST);
+
+    tu_log("transmit: id 9 in three bursts in a row");
+    for (int i = 0; i < 3; i++) {
+        tx_post_id(&pk, a, 100, 9);
+        TU_CHECK_EQ(dq(&pk, 0, out, 4), 1);
+        check_pkt(&out[0], a, 100, "id 9 again");
+        release_pkts(out, 4);
+        expect_used(&pk.vq[TX(0)], 9, 0);
+    }
+    tu_log("transmit: id 9 twice at once, taken one burst at a time: the "
+           "first is written back before the second is read");
+    tx_post_id(&pk, a, 100, 9);
+    tx_post_id(&pk, a, 100, 9);
+    TU_CHECK_EQ(dq(&pk, 0, out, 1), 1);
+    release_pkts(out, 4);
+    TU_CHECK_EQ(dq(&pk, 0, out, 1), 1);
+    release_pkts(out, 4);
+    expect_used(&pk.vq[TX(0)], 9, 0);
+    {
+        struct tfe_used_elem u;
+        TU_CHECK_EQ(get_used(&pk.vq[TX(0)], &u, "second id 9"), -EPROTO);
+        TU_CHECK_EQ(u.id, 9);
+    }
+    check_id_drops(&pk, TX(0), 5, 0);
+
+    tu_log("receive: a 3000-byte packet without MRG_RXBUF does not fit "
+           "the 2048-byte chain with id 7, which stays available; the "
+           "next packet of the same burst takes it");
+    {
+        struct tfe_vq *vq = &pk.vq[RX(0)];
+        struct vhost_pkt in[2] = {
+            { .data = big, .len = 3000 }, { .data = a, .len = 100 },
+        };
+
+        post_one(vq, arena_buf(vq, 2048), 2048, TFE_DESC_F_WRITE, 7);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+        expect_used(vq, 7, 112);
+        expect_no_used(vq);
+    }
+    {
+        struct vhost_queue_stats st = get_stats(&pk, RX(0));
+        TU_CHECK_EQ(st.packets, 1);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_ID_IN_FLIGHT], 0);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_TOO_BIG], 1);
+    }
+
+    free(a);
+    free(big);
+    pk_finish(&pk);
+
+    tu_log("receive with MRG_RXBUF: a packet that does not fit the chains "
+           "there (ids 3, 4) leaves them available; after one more (id 5) "
+           "the next burst takes all three");
+    cfg = cfg_sized(PK_FULL, 16);
+    pk_start(&pk, "id-reuse-bursts-mrg", &cfg);
+    a = new_pkt(&pk, 3000, MAC_UNICAST);
+    {
+        struct tfe_vq *vq = &pk.vq[RX(0)];
+
+        post_one(vq, arena_buf(vq, 1024), 1024, TFE_DESC_F_WRITE, 3);
+        post_one(vq, arena_buf(vq, 1024), 1024, TFE_DESC_F_WRITE, 4);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 0);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 0);
+        expect_no_used(vq);
+        post_one(vq, arena_buf(vq, 2048), 2048, TFE_DESC_F_WRITE, 5);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 1);
+        expect_used(vq, 3, 1024);
+        expect_used(vq, 4, 1024);
+        expect_used(vq, 5, 3012 - 2048);
+        expect_no_used(vq);
+    }
+    check_id_drops(&pk, RX(0), 1, 0);
+    free(a);
+    roundtrip(&pk, 0, "after the waits");
+    pk_finish(&pk);
+}
+
 /* Notifications and event suppression (§2.8.10). */
 
 /* Checks that the last burst on 'vring' did ('notified') or did not
@@ -4120,7 +4299,11 @@ const struct tu_test tu_packed_tests[] = {
     { "pk-not-avail", test_not_avail,
       "heads whose flags do not match the wrap counter" },
     { "pk-id-reuse", test_id_reuse,
-      "a buffer id in flight twice in one burst" },
+      "a buffer id in flight twice in one burst, both directions" },
+    { "pk-id-reuse-batch", test_id_reuse_batch,
+      "a buffer id in flight twice in and across dequeue batches" },
+    { "pk-id-reuse-bursts", test_id_reuse_bursts,
+      "ids free again after write-back; chains left available" },
     { "pk-notify", test_notify_flags,
       "call eventfd and the driver event suppression flags" },
     { "pk-notify-event-idx-7", test_notify_event_idx_7,
