@@ -794,9 +794,9 @@ netdev_vhost_set_config(struct netdev *netdev, const struct smap *args,
 static uint64_t
 netdev_vhost_features(bool tso)
 {
-    /* VIRTIO_F_RING_PACKED (34): the packed ring, for frontends that ask
+    /* The defaults include the packed ring, for frontends that ask for it
      * (QEMU's packed=on, virtio-user's packed_vq=1), as OVS-DPDK offers. */
-    uint64_t features = vhost_default_features() | (UINT64_C(1) << 34);
+    uint64_t features = vhost_default_features();
 
     if (tso) {
         features |= vhost_offload_features();

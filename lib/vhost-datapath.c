@@ -211,6 +211,7 @@ vhost_drop_reason_name(enum vhost_drop_reason reason)
     case VHOST_DROP_BAD_CSUM: return "bad_csum";
     case VHOST_DROP_TOO_BIG: return "too_big";
     case VHOST_DROP_NO_BUFS: return "no_bufs";
+    case VHOST_DROP_ID_IN_FLIGHT: return "id_in_flight";
     case VHOST_N_DROP_REASONS: break;
     }
     return "unknown";
@@ -230,6 +231,7 @@ vhost_drop_reason_to_string(enum vhost_drop_reason reason)
     case VHOST_DROP_BAD_CSUM: return "checksum offsets beyond the packet";
     case VHOST_DROP_TOO_BIG: return "packet too big";
     case VHOST_DROP_NO_BUFS: return "no guest buffers";
+    case VHOST_DROP_ID_IN_FLIGHT: return "buffer id in flight";
     case VHOST_N_DROP_REASONS: break;
     }
     return "unknown";

@@ -14,7 +14,11 @@
 /* Returns the virtio features a port offers unless its embedder says
  * otherwise: what the engine implements and every embedder can live with.
  * Checksum and segmentation offloads (vhost_offload_features()) are left
- * to embedders that handle partial checksums and large frames. */
+ * to embedders that handle partial checksums and large frames.
+ *
+ * The packed ring is offered as DPDK's vhost library offers it: the
+ * frontend decides (QEMU negotiates it only with packed=on, DPDK's
+ * virtio-user only with packed_vq=1). */
 uint64_t
 vhost_default_features(void)
 {
@@ -24,6 +28,7 @@ vhost_default_features(void)
            | FEATURE_BIT(VIRTIO_NET_F_MQ)
            | FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC)
            | FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX)
+           | FEATURE_BIT(VIRTIO_F_RING_PACKED)
            | FEATURE_BIT(VHOST_F_LOG_ALL)
            | FEATURE_BIT(VIRTIO_NET_F_MTU)
            | FEATURE_BIT(VIRTIO_NET_F_STATUS)

@@ -41,8 +41,13 @@ struct virtq_packed_used {
     uint32_t len;
 };
 
+/* With VIRTIO_F_IN_ORDER a dequeue burst keeps no elements: it counts
+ * its chains and their descriptors and remembers the last chain's id,
+ * which is all that its one used descriptor says (§2.8.8). */
 struct virtq_packed_shadow {
-    unsigned int n;
+    unsigned int n;             /* Chains used in this burst. */
+    uint16_t last_id;           /* In order: the last one's buffer id. */
+    uint32_t count;             /* In order: ring descriptors they took. */
     struct virtq_packed_used elems[VIRTQ_PACKED_SHADOW_SIZE];
 };
 
@@ -70,6 +75,39 @@ virtq_packed_read_desc__(const struct vring_packed_desc *ring, uint16_t i)
     d.len = __atomic_load_n(&ring[i].len, __ATOMIC_RELAXED);
     d.id = __atomic_load_n(&ring[i].id, __ATOMIC_RELAXED);
     return d;
+}
+
+/* Buffer ids in flight (see 'id_gen' in virtq.h). */
+
+/* Starts a burst: no buffer id is in flight.  Once every 65535 bursts the
+ * generation wraps and the table is cleared for real. */
+static inline void
+virtq_packed_ids_begin__(struct virtq *vq)
+{
+    if (OVS_UNLIKELY(!++vq->id_cur)) {
+        memset(vq->id_gen, 0, vq->id_cap * sizeof *vq->id_gen);
+        vq->id_cur = 1;
+    }
+}
+
+static inline bool
+virtq_packed_id_in_flight__(const struct virtq *vq, uint16_t id)
+{
+    return vq->id_gen[id] == vq->id_cur;
+}
+
+/* Marks 'id' (below the queue size) in flight. */
+static inline void
+virtq_packed_id_take__(struct virtq *vq, uint16_t id)
+{
+    vq->id_gen[id] = vq->id_cur;
+}
+
+/* Puts back an id taken by a chain that stays available after all. */
+static inline void
+virtq_packed_id_put__(struct virtq *vq, uint16_t id)
+{
+    vq->id_gen[id] = 0;
 }
 
 /* Walks the indirect table of 'd' into 'segs'.  §2.8.19: the table's
@@ -115,7 +153,13 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
  * last descriptor, §2.8.6), the ring descriptors it takes and its length.
  * Returns -1 on success, -2 if the chain is not wholly available yet, or
  * the vhost_drop_reason (with 'c->count' and 'c->id' still set, so that it
- * can be returned as used). */
+ * can be returned as used).
+ *
+ * A chain whose id is below the queue size takes that id (in flight until
+ * the burst writes it back), whether or not it is dropped for another
+ * reason; one whose id is in flight already is dropped for that reason
+ * alone (VHOST_DROP_ID_IN_FLIGHT) and takes nothing: so a chain took its
+ * id exactly if its id is in range and that is not its drop reason. */
 static inline int
 virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
                     uint16_t pos, bool wrap, bool write,
@@ -164,8 +208,16 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
         virtq_packed_advance__(&pos, &wrap, 1, vq->size);
     }
 
-    if (reason < 0 && c->id >= vq->size) {
-        reason = VHOST_DROP_BAD_INDEX;
+    if (c->id >= vq->size) {
+        reason = reason < 0 ? VHOST_DROP_BAD_INDEX : reason;
+    } else if (OVS_UNLIKELY(virtq_packed_id_in_flight__(vq, c->id))) {
+        /* §2.8.6: "Buffer ID ... unique among buffers in flight".  Used
+         * twice, the id could not tell the driver which buffer came
+         * back; the second chain is returned, unread, with the id it
+         * gave. */
+        reason = VHOST_DROP_ID_IN_FLIGHT;
+    } else {
+        virtq_packed_id_take__(vq, c->id);
     }
     if (reason < 0 && total > UINT32_MAX) {
         reason = VHOST_DROP_TOO_BIG;
@@ -177,13 +229,72 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
 
 /* Used descriptors and notifications. */
 
+/* Records chain 'id' of 'count' descriptors as used with 'len' bytes
+ * written.  'in_order' (a constant) keeps only what the burst's one used
+ * descriptor needs; 'len' is then 0 (dequeue). */
 static inline void
 virtq_packed_shadow_add__(struct virtq_packed_shadow *sh, uint16_t id,
-                          uint16_t count, uint32_t len)
+                          uint16_t count, uint32_t len, const bool in_order)
 {
+    if (in_order) {
+        sh->last_id = id;
+        sh->count += count;
+        sh->n++;
+        return;
+    }
     sh->elems[sh->n++] = (struct virtq_packed_used) {
         .id = id, .count = count, .len = len,
     };
+}
+
+static inline void
+virtq_packed_shadow_init__(struct virtq_packed_shadow *sh)
+{
+    sh->n = 0;
+    sh->last_id = 0;
+    sh->count = 0;
+}
+
+/* With VIRTIO_F_IN_ORDER, writes the burst's chains back as one used
+ * descriptor: §2.8.8 ("In-order use of descriptors") lets the device
+ * write "a single used descriptor with the Buffer ID corresponding to the
+ * last descriptor in the batch" and skip forward over the others.  It goes where
+ * the first chain's would have, and the device's position moves past all
+ * of them: the driver walks its own record of the chains it made
+ * available, up to that id. */
+static inline void
+virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
+                                   struct virtq_packed_shadow *sh)
+{
+    struct vring_packed_desc *ring = vq->desc;
+    uint16_t idx = vq->last_used_idx;
+
+    if (!sh->n) {
+        return;
+    }
+    ring[idx].id = sh->last_id;
+    ring[idx].len = 0;
+    /* The id before the flags that hand the descriptor to the driver. */
+    __atomic_store_n(&ring[idx].flags,
+                     vq->used_wrap_counter
+                     ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
+                     : 0, __ATOMIC_RELEASE);
+    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+        vhost_dirty_log_write(ctx->log,
+                              vq->log_gpa + (uint64_t) idx * sizeof *ring,
+                              sizeof *ring);
+    }
+    /* 'count' is at most VIRTQ_PACKED_SHADOW_SIZE chains of at most the
+     * ring each, but the positions they took are consecutive and at most
+     * one lap: the avail position moved past them the same way. */
+    while (sh->count) {
+        uint16_t step = MIN(sh->count, vq->size);
+
+        virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
+                               step, vq->size);
+        sh->count -= step;
+    }
+    sh->n = 0;
 }
 
 /* Writes the shadow used descriptors into the ring.  §2.8.5: a used
@@ -336,7 +447,7 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              struct vhost_pkt *pkts,
                              const struct vhost_pkt_alloc *alloc,
                              struct virtq_packed_shadow *sh,
-                             const uint32_t hdr_len)
+                             const uint32_t hdr_len, const bool in_order)
 {
     const struct vring_packed_desc *ring = vq->desc;
     uint16_t pos = vq->last_avail_idx;
@@ -368,8 +479,14 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         uint64_t avail = d[i].len;
 
         if (d[i].id >= vq->size || d[i].len < hdr_len
-            || d[i].len - hdr_len > VIRTQ_MAX_PKT_LEN) {
+            || d[i].len - hdr_len > VIRTQ_MAX_PKT_LEN
+            || virtq_packed_id_in_flight__(vq, d[i].id)) {
             return false;
+        }
+        for (int j = 0; j < i; j++) {
+            if (d[j].id == d[i].id) {
+                return false;   /* The single path drops the second. */
+            }
         }
         hva[i] = guest_mem_gpa_to_hva(ctx->mem, d[i].addr, &avail);
         if (!hva[i] || avail != d[i].len) {
@@ -397,7 +514,8 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         p->ol = ol[i];
         virtq_copy(p->data, hva[i] + hdr_len, p->len);
         virtq_count_pkt(&vq->stats, p->data, p->len);
-        virtq_packed_shadow_add__(sh, d[i].id, 1, 0);
+        virtq_packed_id_take__(vq, d[i].id);
+        virtq_packed_shadow_add__(sh, d[i].id, 1, 0, in_order);
     }
     virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
                            VIRTQ_PACKED_BATCH, vq->size);
@@ -408,7 +526,8 @@ static inline unsigned int
 virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct vhost_pkt *pkts, unsigned int n,
                        const struct vhost_pkt_alloc *alloc,
-                       const uint32_t hdr_len, const bool event_idx)
+                       const uint32_t hdr_len, const bool event_idx,
+                       const bool in_order)
 {
     struct virtq_packed_shadow sh;
     struct virtq_segs segs;
@@ -421,12 +540,13 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         return 0;
     }
     n = MIN(n, VHOST_MAX_BURST);
-    sh.n = 0;
+    virtq_packed_shadow_init__(&sh);
+    virtq_packed_ids_begin__(vq);
     while (out < n && chains < VHOST_MAX_BURST) {
         if (out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
-                                            hdr_len)) {
+                                            hdr_len, in_order)) {
             out += VIRTQ_PACKED_BATCH;
             chains += VIRTQ_PACKED_BATCH;
             continue;
@@ -458,38 +578,47 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         } else {
             virtq_drop(vq, reason);
         }
-        virtq_packed_shadow_add__(&sh, c.id, c.count, 0);
+        virtq_packed_shadow_add__(&sh, c.id, c.count, 0, in_order);
         virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
                                c.count, vq->size);
         chains++;
     }
 
-    virtq_packed_flush_used__(vq, ctx, &sh);
+    if (in_order) {
+        virtq_packed_flush_used_in_order__(vq, ctx, &sh);
+    } else {
+        virtq_packed_flush_used__(vq, ctx, &sh);
+    }
     virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
     return out;
 }
 
 /* Enqueue: the embedder's packets into the guest's RX ring. */
 
-/* Reserves guest buffers for 'need' bytes from ring position '*posp' /
- * '*wrapp' on: one chain, or with 'mrg' as many as it takes.  Chains that
- * break a rule are dropped into 'sh' as they come, but only those ahead of
- * the first good chain stay consumed if the packet does not fit.  Stores
- * the good chains in 'chains' and advances '*posp' past what is consumed.
+/* Reserves guest buffers for 'need' bytes from the avail position on: one
+ * chain, or with 'mrg' as many as it takes.  Stores the good chains in
+ * 'chains' and advances the avail position past what is consumed.  Chains
+ * that break a rule are dropped into 'sh' as they come; where they go
+ * depends on 'in_order', as in virtq_split_reserve__(): ahead of the
+ * packet's chains without it (§5.1.6.4), in ring order with it (§2.8.8),
+ * a bad chain then ending the packet's use of the good ones before it.
  * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out, or
  * VHOST_DROP_TOO_BIG if the packet can never fit. */
 static inline int
 virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct virtq_packed_shadow *sh, uint32_t need,
-                       const bool mrg, struct virtq_segs *segs,
-                       struct virtq_chain *chains,
+                       const bool mrg, const bool in_order,
+                       struct virtq_segs *segs, struct virtq_chain *chains,
                        unsigned int *n_chainsp, unsigned int *drop_budgetp)
 {
-    uint8_t reasons[VIRTQ_PACKED_SHADOW_SIZE];
+    /* By shadow entry from 'sh_start': -1 for a good chain, else why it
+     * was dropped. */
+    int8_t why[VIRTQ_PACKED_SHADOW_SIZE];
     unsigned int sh_start = sh->n;
-    unsigned int leading_dropped = 0;
-    uint16_t lead_pos = vq->last_avail_idx;
-    bool lead_wrap = vq->avail_wrap_counter;
+    unsigned int keep = 0;      /* Entries consumed whatever happens. */
+    unsigned int n_dropped = 0;
+    uint16_t keep_pos = vq->last_avail_idx;
+    bool keep_wrap = vq->avail_wrap_counter;
     uint16_t pos = vq->last_avail_idx;
     bool wrap = vq->avail_wrap_counter;
     unsigned int n_chains = 0;
@@ -497,9 +626,9 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
 
     segs->n = 0;
     while (have < need) {
-        if (sh->n + n_chains >= VIRTQ_PACKED_SHADOW_SIZE
+        if (sh->n + (in_order ? 0 : n_chains) >= VIRTQ_PACKED_SHADOW_SIZE
             || n_chains >= (mrg ? VIRTQ_MAX_CHAINS_PER_PKT : 1)
-            || sh->n - sh_start >= *drop_budgetp) {
+            || n_dropped >= *drop_budgetp) {
             break;
         }
 
@@ -512,15 +641,24 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         virtq_packed_advance__(&pos, &wrap, c->count, vq->size);
         if (OVS_UNLIKELY(reason >= 0)) {
-            reasons[sh->n - sh_start] = reason;
-            virtq_packed_shadow_add__(sh, c->id, c->count, 0);
+            why[sh->n - sh_start] = reason;
+            virtq_packed_shadow_add__(sh, c->id, c->count, 0, false);
             segs->n = first;
-            if (!n_chains) {
-                leading_dropped++;
-                lead_pos = pos;
-                lead_wrap = wrap;
+            n_dropped++;
+            if (!n_chains || in_order) {
+                keep = sh->n - sh_start;
+                keep_pos = pos;
+                keep_wrap = wrap;
+                n_chains = 0;
+                have = 0;
+                segs->n = 0;
             }
             continue;
+        }
+        c->shadow_idx = sh->n;
+        if (in_order) {
+            why[sh->n - sh_start] = -1;
+            virtq_packed_shadow_add__(sh, c->id, c->count, 0, false);
         }
         n_chains++;
         have += c->len;
@@ -529,21 +667,40 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     *n_chainsp = n_chains;
     if (have >= need) {
         for (unsigned int k = 0; k < sh->n - sh_start; k++) {
-            virtq_drop(vq, reasons[k]);
+            if (OVS_UNLIKELY(why[k] >= 0)) {
+                virtq_drop(vq, why[k]);
+            }
         }
-        *drop_budgetp -= sh->n - sh_start;
+        *drop_budgetp -= n_dropped;
         vq->last_avail_idx = pos;
         vq->avail_wrap_counter = wrap;
         return -1;
     }
 
-    for (unsigned int k = 0; k < leading_dropped; k++) {
-        virtq_drop(vq, reasons[k]);
+    /* Not enough: the chains from the packet's first good one on stay
+     * available, to be met again, so they give back the ids they took
+     * (virtq_packed_walk__() says which did). */
+    for (unsigned int k = 0; k < keep; k++) {
+        if (why[k] >= 0) {
+            virtq_drop(vq, why[k]);
+            (*drop_budgetp)--;
+        }
     }
-    *drop_budgetp -= leading_dropped;
-    sh->n = sh_start + leading_dropped;
-    vq->last_avail_idx = lead_pos;
-    vq->avail_wrap_counter = lead_wrap;
+    for (unsigned int k = keep; k < sh->n - sh_start; k++) {
+        uint16_t id = sh->elems[sh_start + k].id;
+
+        if (id < vq->size && why[k] != VHOST_DROP_ID_IN_FLIGHT) {
+            virtq_packed_id_put__(vq, id);
+        }
+    }
+    if (!in_order) {
+        for (unsigned int k = 0; k < n_chains; k++) {
+            virtq_packed_id_put__(vq, chains[k].id);
+        }
+    }
+    sh->n = sh_start + keep;
+    vq->last_avail_idx = keep_pos;
+    vq->avail_wrap_counter = keep_wrap;
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
     }
@@ -551,11 +708,94 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
            ? VHOST_DROP_TOO_BIG : VHOST_DROP_NO_BUFS;
 }
 
+/* Tries to put packets 'pkts[0..VIRTQ_PACKED_BATCH)' into as many simple
+ * descriptors at once, the enqueue twin of virtq_packed_dequeue_batch__():
+ * available, single (no NEXT, no INDIRECT), device-writable, with an id
+ * in range, not in flight and not twice in the batch, long enough for
+ * the header and the packet, and inside one region each, all within one
+ * cache line of the ring.  Returns false, having consumed nothing, if the
+ * batch does not apply (the caller then goes one packet at a time,
+ * rereading everything); otherwise fills them and returns true.  Every
+ * packet takes one buffer, so num_buffers is 1 with MRG_RXBUF too.
+ * Saves the chain walk, the segment list and the fill's general loop:
+ * the per-packet work that is not the copy. */
+static inline bool
+virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
+                             const struct vhost_pkt *pkts,
+                             struct virtq_packed_shadow *sh,
+                             const uint32_t hdr_len)
+{
+    const struct vring_packed_desc *ring = vq->desc;
+    uint16_t pos = vq->last_avail_idx;
+    struct vring_packed_desc d[VIRTQ_PACKED_BATCH];
+    uint8_t *hva[VIRTQ_PACKED_BATCH];
+    int i;
+
+    if (pos & (VIRTQ_PACKED_BATCH - 1)
+        || pos + VIRTQ_PACKED_BATCH > vq->size) {
+        return false;
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        d[i].flags = __atomic_load_n(&ring[pos + i].flags, __ATOMIC_ACQUIRE);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        if (!vring_packed_desc_is_avail(d[i].flags, vq->avail_wrap_counter)
+            || (d[i].flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT
+                              | VRING_DESC_F_WRITE)) != VRING_DESC_F_WRITE) {
+            return false;
+        }
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        d[i].addr = __atomic_load_n(&ring[pos + i].addr, __ATOMIC_RELAXED);
+        d[i].len = __atomic_load_n(&ring[pos + i].len, __ATOMIC_RELAXED);
+        d[i].id = __atomic_load_n(&ring[pos + i].id, __ATOMIC_RELAXED);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        uint64_t avail = d[i].len;
+
+        /* Guest-controlled: 'len' and 'addr' read once above; the whole
+         * buffer must lie in one region, as virtq_segs_add() wants. */
+        if (d[i].id >= vq->size || d[i].len < hdr_len
+            || d[i].len - hdr_len < pkts[i].len
+            || virtq_packed_id_in_flight__(vq, d[i].id)) {
+            return false;
+        }
+        for (int j = 0; j < i; j++) {
+            if (d[j].id == d[i].id) {
+                return false;
+            }
+        }
+        hva[i] = guest_mem_gpa_to_hva(ctx->mem, d[i].addr, &avail);
+        if (!hva[i] || avail != d[i].len) {
+            return false;
+        }
+    }
+
+    /* Committed: every descriptor of the batch is used. */
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        const struct vhost_pkt *p = &pkts[i];
+        struct virtio_net_hdr hdr;
+
+        virtio_net_hdr_build(&hdr, &p->ol, 1);
+        memcpy(hva[i], &hdr, hdr_len);
+        virtq_copy(hva[i] + hdr_len, p->data, p->len);
+        if (OVS_UNLIKELY(ctx->log)) {
+            vhost_dirty_log_write(ctx->log, d[i].addr, hdr_len + p->len);
+        }
+        virtq_count_pkt(&vq->stats, p->data, p->len);
+        virtq_packed_id_take__(vq, d[i].id);
+        virtq_packed_shadow_add__(sh, d[i].id, 1, hdr_len + p->len, false);
+    }
+    virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
+                           VIRTQ_PACKED_BATCH, vq->size);
+    return true;
+}
+
 static inline unsigned int
 virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                        const struct vhost_pkt *pkts, unsigned int n,
                        const uint32_t hdr_len, const bool mrg,
-                       const bool event_idx)
+                       const bool event_idx, const bool in_order)
 {
     struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_packed_shadow sh;
@@ -568,16 +808,24 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     if (OVS_UNLIKELY(vq->broken)) {
         return 0;
     }
-    sh.n = 0;
+    virtq_packed_shadow_init__(&sh);
+    virtq_packed_ids_begin__(vq);
     n = MIN(n, VHOST_MAX_BURST);
 
     while (done < n) {
         const struct vhost_pkt *p = &pkts[done];
         unsigned int n_chains;
 
+        if (done + VIRTQ_PACKED_BATCH <= n
+            && sh.n + VIRTQ_PACKED_BATCH <= VIRTQ_PACKED_SHADOW_SIZE
+            && virtq_packed_enqueue_batch__(vq, ctx, p, &sh, hdr_len)) {
+            done += VIRTQ_PACKED_BATCH;
+            continue;
+        }
+
         int reason = virtq_packed_reserve__(vq, ctx, &sh, hdr_len + p->len,
-                                            mrg, &segs, chains, &n_chains,
-                                            &drop_budget);
+                                            mrg, in_order, &segs, chains,
+                                            &n_chains, &drop_budget);
         if (OVS_UNLIKELY(reason >= 0)) {
             if (reason == VHOST_DROP_TOO_BIG) {
                 vq->stats.drops[VHOST_DROP_TOO_BIG]++;
@@ -591,8 +839,12 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
         virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
         for (unsigned int c = 0; c < n_chains; c++) {
-            virtq_packed_shadow_add__(&sh, chains[c].id, chains[c].count,
-                                      chains[c].written);
+            if (in_order) {
+                sh.elems[chains[c].shadow_idx].len = chains[c].written;
+            } else {
+                virtq_packed_shadow_add__(&sh, chains[c].id, chains[c].count,
+                                          chains[c].written, false);
+            }
         }
         virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;
@@ -603,42 +855,53 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     return done;
 }
 
-/* The specialised burst functions, one per combination in use. */
+/* The specialised burst functions, one per combination in use.  Enqueue
+ * writes one used descriptor per chain, each with its own length, in or
+ * out of order; only with mergeable buffers can a bad chain come between
+ * a packet's chains, so only those have an in-order copy. */
 
-#define VIRTQ_PACKED_DEQUEUE(NAME, HDR_LEN, EVENT_IDX)                      \
+#define VIRTQ_PACKED_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER)            \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_packed_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,     \
-                                      EVENT_IDX);                           \
+                                      EVENT_IDX, IN_ORDER);                 \
     }
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_inorder, 12, false, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_inorder, 12, true, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true, false)
 
-#define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX)                 \
+#define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)       \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx,                           \
          const struct vhost_pkt *pkts, unsigned int n)                      \
     {                                                                       \
         return virtq_packed_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,       \
-                                      EVENT_IDX);                           \
+                                      EVENT_IDX, IN_ORDER);                 \
     }
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg, 12, true, false)
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx, 12, true, true)
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12, 12, false, false)
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12_evidx, 12, false, true)
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10, 10, false, false)
-VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10_evidx, 10, false, true)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg, 12, true, false, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx, 12, true, true, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_inorder, 12, true, false, true)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx_inorder, 12, true, true,
+                     true)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12, 12, false, false, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr12_evidx, 12, false, true, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10, 10, false, false, false)
+VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10_evidx, 10, false, true, false)
 
 /* Stores in 'vq' the packed burst functions for its header length
  * (already set) and the negotiated options.  The 10-byte legacy header
  * only comes with a driver that packs its ring without VERSION_1, which
- * no real one does, but it costs two more wrappers to stay correct. */
+ * no real one does, but it costs two more wrappers to stay correct;
+ * IN_ORDER needs VERSION_1 (it is a transport feature of VIRTIO 1.1), so
+ * the legacy header never has it. */
 void
-virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx)
+virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx,
+                    bool in_order)
 {
     if (vq->hdr_len != 12) {
         vq->dequeue = event_idx ? virtq_packed_dequeue_hdr10_evidx
@@ -647,9 +910,17 @@ virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx)
                                 : virtq_packed_enqueue_hdr10;
         return;
     }
-    vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx
-                            : virtq_packed_dequeue_hdr12;
-    if (mrg) {
+    if (in_order) {
+        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx_inorder
+                                : virtq_packed_dequeue_hdr12_inorder;
+    } else {
+        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx
+                                : virtq_packed_dequeue_hdr12;
+    }
+    if (mrg && in_order) {
+        vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx_inorder
+                                : virtq_packed_enqueue_mrg_inorder;
+    } else if (mrg) {
         vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx
                                 : virtq_packed_enqueue_mrg;
     } else {

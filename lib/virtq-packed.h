@@ -24,6 +24,7 @@
 
 struct virtq;
 
-void virtq_packed_select(struct virtq *, bool mrg_rxbuf, bool event_idx);
+void virtq_packed_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
+                         bool in_order);
 
 #endif /* virtq-packed.h */

@@ -56,6 +56,8 @@ struct virtq_chain {
     unsigned int n_segs;
     uint32_t len;               /* Bytes it can hold or holds. */
     uint32_t written;           /* Enqueue: bytes written into it. */
+    unsigned int shadow_idx;    /* Enqueue: its used entry in the burst's
+                                 * shadow, reserved in ring order. */
 };
 
 /* Checks an indirect descriptor ('addr', 'len', 'flags') of a queue of

@@ -32,8 +32,11 @@
 BUILD_ASSERT_DECL(VIRTQ_SHADOW_SIZE >= VIRTQ_MAX_CHAINS_PER_PKT
                                        + VHOST_MAX_BURST);
 
+/* With VIRTIO_F_IN_ORDER a dequeue burst keeps no elements, only their
+ * number and the last chain's head: see virtq_split_flush_in_order__(). */
 struct virtq_shadow {
     unsigned int n;
+    uint16_t last_id;           /* In order: the last chain's head. */
     struct vring_used_elem elems[VIRTQ_SHADOW_SIZE];
 };
 
@@ -162,12 +165,54 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
 
 /* Used ring and notifications. */
 
+/* Records chain 'id' as used with 'len' bytes written.  'in_order' (a
+ * constant) keeps only what the burst's one used entry needs; 'len' is
+ * then 0 (dequeue). */
 static inline void
-virtq_split_shadow_add__(struct virtq_shadow *sh, uint16_t id, uint32_t len)
+virtq_split_shadow_add__(struct virtq_shadow *sh, uint16_t id, uint32_t len,
+                         const bool in_order)
 {
+    if (in_order) {
+        sh->last_id = id;
+        sh->n++;
+        return;
+    }
     sh->elems[sh->n].id = id;
     sh->elems[sh->n].len = len;
     sh->n++;
+}
+
+/* With VIRTIO_F_IN_ORDER, writes the burst's chains back as one used
+ * entry: §2.7.9 ("In-order use of descriptors") lets the device write "a
+ * single used ring entry with the id corresponding to the head entry of
+ * the descriptor chain describing the last buffer in the batch", skip
+ * forward in the ring by the size of the batch and move the used index on
+ * by as much.  The entry goes where the batch starts, which is where the
+ * driver looks (Linux reads it there; DPDK's in-order TX cleanup reads
+ * only the index). */
+static inline void
+virtq_split_flush_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
+                             struct virtq_shadow *sh)
+{
+    struct vring_used *used = vq->used;
+    uint16_t slot = vq->last_used_idx & (vq->size - 1);
+
+    if (!sh->n) {
+        return;
+    }
+    used->ring[slot].id = sh->last_id;
+    used->ring[slot].len = 0;
+    vq->last_used_idx += sh->n;
+
+    /* The entry before the index: pairs with the guest's read barrier
+     * between reading used->idx and reading the entries. */
+    __atomic_store_n(&used->idx, vq->last_used_idx, __ATOMIC_RELEASE);
+
+    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+        vhost_dirty_log_write(ctx->log, vq->log_gpa + 4 + 8 * slot, 8);
+        vhost_dirty_log_write(ctx->log, vq->log_gpa + 2, 2);
+    }
+    sh->n = 0;
 }
 
 /* Writes the shadow used entries into the guest's used ring and publishes
@@ -296,7 +341,8 @@ static inline unsigned int
 virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct vhost_pkt *pkts, unsigned int n,
                       const struct vhost_pkt_alloc *alloc,
-                      const uint32_t hdr_len, const bool event_idx)
+                      const uint32_t hdr_len, const bool event_idx,
+                      const bool in_order)
 {
     struct virtq_shadow sh;
     struct virtq_segs segs;
@@ -311,6 +357,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     uint16_t count = virtq_split_avail_count__(vq);
     count = MIN(count, MIN(n, VHOST_MAX_BURST));
     sh.n = 0;
+    sh.last_id = 0;
     for (i = 0; i < count; i++) {
         uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
         uint32_t len;
@@ -332,7 +379,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         if (OVS_UNLIKELY(reason >= 0)) {
             virtq_drop(vq, reason);
-            virtq_split_shadow_add__(&sh, head, 0);
+            virtq_split_shadow_add__(&sh, head, 0, in_order);
             continue;
         }
 
@@ -360,7 +407,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
             virtq_drop(vq, VHOST_DROP_BAD_CSUM);
-            virtq_split_shadow_add__(&sh, head, 0);
+            virtq_split_shadow_add__(&sh, head, 0, in_order);
             continue;
         }
 
@@ -374,12 +421,16 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         p->len = pkt_len;
         virtq_count_pkt(&vq->stats, p->data, pkt_len);
-        virtq_split_shadow_add__(&sh, head, 0);
+        virtq_split_shadow_add__(&sh, head, 0, in_order);
         out++;
     }
     vq->last_avail_idx += i;
 
-    virtq_split_flush_used__(vq, ctx, &sh);
+    if (in_order) {
+        virtq_split_flush_in_order__(vq, ctx, &sh);
+    } else {
+        virtq_split_flush_used__(vq, ctx, &sh);
+    }
     virtq_split_notify__(vq, old_used, event_idx);
     return out;
 }
@@ -387,37 +438,55 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
 /* Enqueue: the embedder's packets into the guest's RX ring. */
 
 /* Reserves guest buffers for 'need' bytes: one chain, or with 'mrg' as
- * many as it takes.  Chains that break a rule are dropped into 'sh' as
- * they are met.  Stores the chains in 'chains' and their count in
+ * many as it takes.  Stores the good chains in 'chains' and their count in
  * '*n_chainsp', and the number of avail entries consumed in '*consumedp'.
+ * Chains that break a rule are dropped into 'sh' as they are met.
+ *
+ * Where a bad chain goes depends on 'in_order' (a constant):
+ *
+ *   - Without it, ahead of the packet's chains, which the caller adds
+ *     after them: with MRG_RXBUF a packet's buffers must be consecutive
+ *     used entries (§5.1.6.4), and a bad chain met between two of them
+ *     must not end up between them.
+ *
+ *   - With VIRTIO_F_IN_ORDER used entries must also come in avail order
+ *     (§2.7.9), so every chain gets its entry here, as it is met (the
+ *     caller fills in the lengths: 'shadow_idx'), and a bad chain met
+ *     after some of the packet's chains ends the packet's use of them:
+ *     they are returned empty, in place, and the packet starts again
+ *     after the bad chain.  Only a driver that breaks a rule pays.
  *
  * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out (nothing
- * reserved is consumed, except dropped chains), or VHOST_DROP_TOO_BIG if
- * the packet can never fit. */
+ * reserved is consumed, except bad chains and, in order, what came before
+ * them), or VHOST_DROP_TOO_BIG if the packet can never fit. */
 static inline int
 virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_shadow *sh, uint16_t avail_left,
-                      uint32_t need, const bool mrg, struct virtq_segs *segs,
-                      struct virtq_chain *chains, unsigned int *n_chainsp,
-                      uint16_t *consumedp, unsigned int *drop_budgetp)
+                      uint32_t need, const bool mrg, const bool in_order,
+                      struct virtq_segs *segs, struct virtq_chain *chains,
+                      unsigned int *n_chainsp, uint16_t *consumedp,
+                      unsigned int *drop_budgetp)
 {
-    uint8_t reasons[VIRTQ_SHADOW_SIZE]; /* Of the chains dropped here. */
-    uint16_t used = 0;
-    uint16_t leading_dropped = 0;   /* Dropped before the first good one. */
+    /* By shadow entry from 'sh_start': -1 for a good chain, else why it
+     * was dropped. */
+    int8_t why[VIRTQ_SHADOW_SIZE];
     unsigned int sh_start = sh->n;
+    unsigned int keep = 0;      /* Entries consumed whatever happens. */
+    unsigned int n_dropped = 0;
     unsigned int n_chains = 0;
+    uint16_t used = 0;
     uint64_t have = 0;
 
     segs->n = 0;
     while (have < need) {
         if (used >= avail_left
-            || sh->n + n_chains >= VIRTQ_SHADOW_SIZE) {
+            || sh->n + (in_order ? 0 : n_chains) >= VIRTQ_SHADOW_SIZE) {
             break;
         }
         if (n_chains >= (mrg ? VIRTQ_MAX_CHAINS_PER_PKT : 1)) {
             break;
         }
-        if (sh->n - sh_start >= *drop_budgetp) {
+        if (n_dropped >= *drop_budgetp) {
             /* Bounded work: a ring full of bad chains is drained at most
              * VHOST_MAX_BURST chains per call. */
             break;
@@ -432,42 +501,55 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
         used++;
         if (OVS_UNLIKELY(reason >= 0)) {
             /* Counted below, once we know it is consumed. */
-            reasons[sh->n - sh_start] = reason;
-            virtq_split_shadow_add__(sh, head, 0);
+            why[sh->n - sh_start] = reason;
+            virtq_split_shadow_add__(sh, head, 0, false);
             segs->n = first;
-            if (!n_chains) {
-                leading_dropped++;
+            n_dropped++;
+            if (!n_chains || in_order) {
+                keep = sh->n - sh_start;
+                n_chains = 0;
+                have = 0;
+                segs->n = 0;
             }
             continue;
         }
-        chains[n_chains++] = (struct virtq_chain) {
+        chains[n_chains] = (struct virtq_chain) {
             .id = head, .first_seg = first, .n_segs = segs->n - first,
-            .len = len,
+            .len = len, .shadow_idx = sh->n,
         };
+        if (in_order) {
+            why[sh->n - sh_start] = -1;
+            virtq_split_shadow_add__(sh, head, 0, false);
+        }
+        n_chains++;
         have += len;
     }
 
     *n_chainsp = n_chains;
     if (have >= need) {
         for (unsigned int k = 0; k < sh->n - sh_start; k++) {
-            virtq_drop(vq, reasons[k]);
+            if (OVS_UNLIKELY(why[k] >= 0)) {
+                virtq_drop(vq, why[k]);
+            }
         }
-        *drop_budgetp -= sh->n - sh_start;
+        *drop_budgetp -= n_dropped;
         *consumedp = used;
         return -1;
     }
 
-    /* Not enough.  The avail ring is consumed in order, so only the
-     * dropped chains ahead of the first good one can go; the good chains
-     * and any dropped after them stay available (their drops are taken
-     * back out of the shadow ring, to be met again).  Without 'mrg' one
-     * chain too small for the packet means the packet can never fit. */
-    for (unsigned int k = 0; k < leading_dropped; k++) {
-        virtq_drop(vq, reasons[k]);
+    /* Not enough.  The avail ring is consumed in order, so only what is
+     * ahead of the packet's first good chain can go; the good chains and
+     * any dropped after them stay available (they are taken back out of
+     * the shadow ring, to be met again).  Without 'mrg' one chain too
+     * small for the packet means the packet can never fit. */
+    for (unsigned int k = 0; k < keep; k++) {
+        if (why[k] >= 0) {
+            virtq_drop(vq, why[k]);
+            (*drop_budgetp)--;
+        }
     }
-    *drop_budgetp -= leading_dropped;
-    sh->n = sh_start + leading_dropped;
-    *consumedp = leading_dropped;
+    sh->n = sh_start + keep;
+    *consumedp = keep;
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
     }
@@ -479,7 +561,7 @@ static inline unsigned int
 virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                       const struct vhost_pkt *pkts, unsigned int n,
                       const uint32_t hdr_len, const bool mrg,
-                      const bool event_idx)
+                      const bool event_idx, const bool in_order)
 {
     struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_shadow sh;
@@ -493,6 +575,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     }
     uint16_t avail_left = virtq_split_avail_count__(vq);
     sh.n = 0;
+    sh.last_id = 0;
     n = MIN(n, VHOST_MAX_BURST);
 
     while (done < n && avail_left) {
@@ -502,8 +585,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         uint16_t consumed;
 
         int reason = virtq_split_reserve__(vq, ctx, &sh, avail_left, need,
-                                           mrg, &segs, chains, &n_chains,
-                                           &consumed, &drop_budget);
+                                           mrg, in_order, &segs, chains,
+                                           &n_chains, &consumed,
+                                           &drop_budget);
         vq->last_avail_idx += consumed;
         avail_left -= consumed;
         if (OVS_UNLIKELY(reason >= 0)) {
@@ -521,7 +605,12 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
         virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
         for (unsigned int c = 0; c < n_chains; c++) {
-            virtq_split_shadow_add__(&sh, chains[c].id, chains[c].written);
+            if (in_order) {
+                sh.elems[chains[c].shadow_idx].len = chains[c].written;
+            } else {
+                virtq_split_shadow_add__(&sh, chains[c].id,
+                                         chains[c].written, false);
+            }
         }
         virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;
@@ -532,45 +621,63 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     return done;
 }
 
-/* The specialised burst functions, one per combination in use. */
+/* The specialised burst functions, one per combination in use.  Enqueue
+ * writes one used entry per chain, each with its own length, in or out of
+ * order; only with mergeable buffers can a bad chain come between a
+ * packet's chains, so only those have an in-order copy. */
 
-#define VIRTQ_SPLIT_DEQUEUE(NAME, HDR_LEN, EVENT_IDX)                       \
+#define VIRTQ_SPLIT_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER)             \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_split_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,      \
-                                     EVENT_IDX);                            \
+                                     EVENT_IDX, IN_ORDER);                  \
     }
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_inorder, 12, false, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_inorder, 12, true, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true, false)
 
-#define VIRTQ_SPLIT_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX)                  \
+#define VIRTQ_SPLIT_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)        \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx,                           \
          const struct vhost_pkt *pkts, unsigned int n)                      \
     {                                                                       \
         return virtq_split_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,        \
-                                     EVENT_IDX);                            \
+                                     EVENT_IDX, IN_ORDER);                  \
     }
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg, 12, true, false)
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_evidx, 12, true, true)
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12, 12, false, false)
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12_evidx, 12, false, true)
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10, 10, false, false)
-VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10_evidx, 10, false, true)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg, 12, true, false, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_evidx, 12, true, true, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_inorder, 12, true, false, true)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_evidx_inorder, 12, true, true,
+                    true)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12, 12, false, false, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr12_evidx, 12, false, true, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10, 10, false, false, false)
+VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10_evidx, 10, false, true, false)
 
 /* Stores in 'vq' the burst functions for its header length (already set)
- * and the negotiated options. */
+ * and the negotiated options.  IN_ORDER (bit 35) is beyond what a legacy
+ * driver can negotiate, so the 10-byte header goes without it: the
+ * per-chain write-back is in order too. */
 void
-virtq_split_select(struct virtq *vq, bool mrg, bool event_idx)
+virtq_split_select(struct virtq *vq, bool mrg, bool event_idx, bool in_order)
 {
     if (vq->hdr_len == VIRTIO_NET_HDR_LEN) {
-        vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx
-                                : virtq_split_dequeue_hdr12;
-        if (mrg) {
+        if (in_order) {
+            vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx_inorder
+                                    : virtq_split_dequeue_hdr12_inorder;
+        } else {
+            vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx
+                                    : virtq_split_dequeue_hdr12;
+        }
+        if (mrg && in_order) {
+            vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx_inorder
+                                    : virtq_split_enqueue_mrg_inorder;
+        } else if (mrg) {
             vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx
                                     : virtq_split_enqueue_mrg;
         } else {

@@ -36,6 +36,7 @@
 struct guest_mem;
 struct virtq;
 
-void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx);
+void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
+                        bool in_order);
 
 #endif /* virtq-split.h */

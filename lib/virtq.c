@@ -5,6 +5,7 @@
 #include <config.h>
 #include "virtq.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "guest-mem.h"
@@ -24,6 +25,25 @@ virtq_init(struct virtq *vq, unsigned int index)
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
     vq->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
     virtq_configure(vq, 0);
+}
+
+/* Makes 'vq''s packed-ring id table hold at least 'vq->size' entries, all
+ * "not in flight".  The table only grows, so a burst never indexes past
+ * it (ids are checked against the queue size first).  On allocation
+ * failure the queue cannot run (virtq_can_run()).  The caller holds the
+ * access lock. */
+static void
+virtq_size_ids__(struct virtq *vq)
+{
+    if (!vq->packed || !vq->size || vq->id_cap >= vq->size) {
+        return;
+    }
+
+    uint16_t *ids = calloc(vq->size, sizeof *ids);
+    free(vq->id_gen);
+    vq->id_gen = ids;
+    vq->id_cap = ids ? vq->size : 0;
+    vq->id_cur = 0;
 }
 
 /* Chooses 'vq''s burst functions and header layout for 'features'.  The
@@ -52,11 +72,14 @@ virtq_configure(struct virtq *vq, uint64_t features)
      * MRG_RXBUF, and is 10 bytes otherwise (legacy). */
     vq->hdr_len = mrg || v1 ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
     bool event_idx = features & FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX);
+    vq->in_order = features & FEATURE_BIT(VIRTIO_F_IN_ORDER);
     if (vq->packed) {
-        virtq_packed_select(vq, mrg, event_idx);
+        virtq_packed_select(vq, mrg, event_idx, vq->in_order);
     } else {
-        virtq_split_select(vq, mrg, event_idx);
+        virtq_split_select(vq, mrg, event_idx, vq->in_order);
     }
+    virtq_size_ids__(vq);
+    vq->ready = vq->ready && virtq_can_run(vq);
 }
 
 /* Closes 'vq''s fds and returns it to its initial state.  The caller holds
@@ -67,6 +90,7 @@ virtq_reset(struct virtq *vq)
     close_fd_quietly(vq->kick_fd);
     close_fd_quietly(vq->call_fd);
     close_fd_quietly(vq->err_fd);
+    free(vq->id_gen);
 
     unsigned int index = vq->index;
     bool locked = atomic_load_explicit(&vq->locked, memory_order_relaxed);
@@ -108,6 +132,7 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
     uint64_t desc_len, avail_len, used_len;
 
     virtq_unmap(vq);
+    virtq_size_ids__(vq);
     if (!mem || !vq->has_addr || !vq->size) {
         return false;
     }
@@ -159,7 +184,8 @@ virtq_can_run(const struct virtq *vq)
      * against each other here, where both are known. */
     return vq->enabled && vq->size && vq->desc && vq->has_kick
            && (!vq->packed || (vq->last_avail_idx < vq->size
-                               && vq->last_used_idx < vq->size));
+                               && vq->last_used_idx < vq->size
+                               && vq->id_cap >= vq->size));
 }
 
 /* Sets the ring position from SET_VRING_BASE's 'base'.  Split rings use

@@ -114,6 +114,20 @@ struct virtq {
     uint16_t hdr_len;               /* virtio-net header: 10 or 12. */
     bool indirect;                  /* VIRTIO_RING_F_INDIRECT_DESC. */
     bool log_all;                   /* VHOST_F_LOG_ALL. */
+    bool in_order;                  /* VIRTIO_F_IN_ORDER. */
+
+    /* Packed ring: which buffer ids are in flight (§2.8.6: an id is
+     * unique among the buffers in flight).  An id is in flight from the
+     * burst that takes its chain until that burst writes the chain back
+     * as used, which every burst does before it returns; so "in flight"
+     * is "taken by the current burst", kept as 'id_gen[id] == id_cur'
+     * and cleared for every id at once by moving 'id_cur' on at the start
+     * of a burst.  The control plane sizes 'id_gen' to the queue size
+     * (virtq_map(), virtq_configure(); 'id_cap' entries, 2 bytes each, at
+     * most 64 KiB); the data path reads and writes it under the lock. */
+    uint16_t *id_gen;
+    uint32_t id_cap;
+    uint16_t id_cur;
 
     /* Data path state, under the lock. */
     bool broken;                    /* Guest error: no more bursts. */

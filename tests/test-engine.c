@@ -384,6 +384,9 @@ test_features(void)
     TU_CHECK_EQ(f, vhost_default_features()
                    | FEATURE_BIT(VHOST_USER_F_PROTOCOL_FEATURES));
     TU_CHECK(f & FEATURE_BIT(VIRTIO_F_VERSION_1));
+    tu_log("the packed ring is offered by default, as DPDK's vhost "
+           "library offers it: the frontend decides");
+    TU_CHECK(f & FEATURE_BIT(VIRTIO_F_RING_PACKED));
 
     tu_log("a port offering fewer features");
     tfe_disconnect(fx.fe);

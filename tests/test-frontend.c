@@ -1485,6 +1485,10 @@ vq_reset_state__(struct tfe_vq *vq)
     vq->id_cursor = vq->size - 1;
     vq->n_extra = 0;
     vq->last_used_flags = 0;
+    vq->order_head = vq->order_n = 0;
+    vq->batch_left = 0;
+    vq->last_batch = 0;
+    vq->n_unordered = 0;
     for (unsigned int i = 0; i < vq->size; i++) {
         vq->free_next[i] = i + 1;
     }
@@ -1545,13 +1549,15 @@ tfe_vq_init(struct tfe_vq *vq, struct tfe *fe, uint32_t index,
     vq->used_ring = (struct tfe_used_elem *) (vq->used_flags + 2);
     vq->free_next = calloc(vq->size, sizeof *vq->free_next);
     vq->chains = calloc(vq->size, sizeof *vq->chains);
-    if (!vq->free_next || !vq->chains) {
+    vq->order = calloc(vq->size, sizeof *vq->order);
+    if (!vq->free_next || !vq->chains || !vq->order) {
         abort();
     }
     vq->arena_gpa = tfe_mem_va_to_gpa(fe->mem, arena);
     vq->arena_size = arena_size;
     vq->mrg = (fe->features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)) != 0;
     vq->packed = (fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED)) != 0;
+    vq->in_order = (fe->features & FEATURE_BIT(VIRTIO_F_IN_ORDER)) != 0;
     vq->pdesc = vr->desc;
     vq->driver_event = vr->avail;
     vq->device_event = vr->used;
@@ -1567,8 +1573,10 @@ tfe_vq_destroy(struct tfe_vq *vq)
 {
     free(vq->free_next);
     free(vq->chains);
+    free(vq->order);
     vq->free_next = NULL;
     vq->chains = NULL;
+    vq->order = NULL;
 }
 
 /* Returns the guest physical address of 'size' bytes aligned to 'align'
@@ -1634,6 +1642,39 @@ put_desc__(struct tfe_vq *vq, uint16_t id)
     vq->n_free++;
 }
 
+/* In order: remembers that 'id' was made available, after the others. */
+static void
+order_push__(struct tfe_vq *vq, uint16_t id)
+{
+    if (vq->in_order && vq->order_n < vq->size) {
+        vq->order[(vq->order_head + vq->order_n++) % vq->size] = id;
+    }
+}
+
+/* In order: returns how far from the oldest chain in flight 'id' is, or
+ * -1 if it is none in flight. */
+static int
+order_find__(const struct tfe_vq *vq, uint16_t id)
+{
+    for (unsigned int k = 0; k < vq->order_n; k++) {
+        if (vq->order[(vq->order_head + k) % vq->size] == id) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* In order: the oldest chain in flight, taken. */
+static uint16_t
+order_pop__(struct tfe_vq *vq)
+{
+    uint16_t id = vq->order[vq->order_head];
+
+    vq->order_head = (vq->order_head + 1) % vq->size;
+    vq->order_n--;
+    return id;
+}
+
 /* Records that the chain at 'head' holds descriptors 'ids' (returned to
  * the free list when the engine uses 'head') and the arena bytes
  * allocated since the last chain.  A 'head' >= the queue size records
@@ -1660,6 +1701,7 @@ tfe_vq_claim(struct tfe_vq *vq, uint16_t head, const uint16_t *ids,
 void
 tfe_vq_push_avail(struct tfe_vq *vq, uint16_t head)
 {
+    order_push__(vq, head);
     vq->avail_ring[vq->next_avail % vq->size] = head;
     vq->next_avail++;
     /* Pairs with the engine's acquire of avail->idx: the ring entry and
@@ -1827,6 +1869,7 @@ tfe_vq_pclaim(struct tfe_vq *vq, uint16_t id, unsigned int n_slots)
     if (id < vq->size && !vq->chains[id].in_use) {
         struct tfe_vq_chain *c = &vq->chains[id];
 
+        order_push__(vq, id);
         c->in_use = true;
         c->n_ids = n_slots;
         c->n_segs = 0;
@@ -2037,10 +2080,29 @@ get_used_packed__(struct tfe_vq *vq, struct tfe_used_elem *elem)
     unsigned int slots;
     size_t extra;
 
-    if (peek_used_packed__(vq, elem)) {
+    if (vq->batch_left) {
+        /* The next chain of a batch: its slots hold no used descriptor. */
+        elem->id = order_pop__(vq);
+        elem->len = --vq->batch_left ? 0 : vq->batch_len;
+    } else if (peek_used_packed__(vq, elem)) {
         return -EAGAIN;
+    } else {
+        vq->last_used_flags = d->flags;
+        if (vq->in_order) {
+            int k = order_find__(vq, elem->id);
+
+            vq->last_batch = k < 0 ? 1 : k + 1;
+            if (k < 0) {
+                vq->n_unordered++;
+            } else {
+                /* The batch's chains, oldest first. */
+                vq->batch_len = elem->len;
+                vq->batch_left = k;
+                elem->id = order_pop__(vq);
+                elem->len = k ? 0 : elem->len;
+            }
+        }
     }
-    vq->last_used_flags = d->flags;
     slots = pchain_slots__(vq, elem->id, &extra);
     if (!slots) {
         fprintf(stderr, "tfe: vring %"PRIu32" used buffer id %"PRIu32
@@ -2267,7 +2329,27 @@ tfe_vq_get_used(struct tfe_vq *vq, struct tfe_used_elem *elem)
     if (!tfe_vq_n_used(vq)) {
         return -EAGAIN;
     }
-    *elem = vq->used_ring[vq->next_used % vq->size];
+    if (vq->batch_left) {
+        /* The next chain of a batch: its used entry was not written. */
+        elem->id = order_pop__(vq);
+        elem->len = --vq->batch_left ? 0 : vq->batch_len;
+    } else {
+        *elem = vq->used_ring[vq->next_used % vq->size];
+        if (vq->in_order) {
+            int k = order_find__(vq, elem->id);
+
+            vq->last_batch = k < 0 ? 1 : k + 1;
+            if (k < 0 || (unsigned int) k >= tfe_vq_n_used(vq)) {
+                /* Unknown, or a batch longer than the used index says. */
+                vq->n_unordered++;
+            } else {
+                vq->batch_len = elem->len;
+                vq->batch_left = k;
+                elem->id = order_pop__(vq);
+                elem->len = k ? 0 : elem->len;
+            }
+        }
+    }
     vq->next_used++;
     if (elem->id >= vq->size || !vq->chains[elem->id].in_use) {
         return -EPROTO;
@@ -2288,6 +2370,11 @@ tfe_vq_get_used(struct tfe_vq *vq, struct tfe_used_elem *elem)
 int
 tfe_vq_peek_used(const struct tfe_vq *vq, struct tfe_used_elem *elem)
 {
+    if (vq->batch_left) {
+        elem->id = vq->order[vq->order_head];
+        elem->len = vq->batch_left == 1 ? vq->batch_len : 0;
+        return 0;
+    }
     if (vq->packed) {
         return peek_used_packed__(vq, elem);
     }

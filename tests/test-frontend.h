@@ -419,6 +419,27 @@ struct tfe_vq {
         uint16_t n_slots;
         uint64_t arena_bytes;
     } extra[16];
+    /* VIRTIO_F_IN_ORDER negotiated (§2.7.9, §2.8.8): the device uses
+     * buffers in the order they were made available, and may return a
+     * batch of them with one used element, that of the last one, where
+     * the batch's first would go.  The driver keeps the order itself:
+     * 'order' holds the heads (split) or buffer ids (packed) made
+     * available and not yet used, oldest first ('order_head', 'order_n';
+     * 'size' entries).  tfe_vq_get_used() hands out the chains of a
+     * batch one at a time, oldest first, the ones before the last with
+     * length 0; 'batch_left' of the current batch are still to come.
+     * 'last_batch' is how many chains the last used element that was
+     * read stood for (1 when the device wrote one per chain), and
+     * 'n_unordered' counts used elements whose id was none the driver
+     * had in flight (out of order or unknown). */
+    bool in_order;
+    uint16_t *order;
+    unsigned int order_head;
+    unsigned int order_n;
+    unsigned int batch_left;
+    uint32_t batch_len;
+    unsigned int last_batch;
+    unsigned int n_unordered;
 };
 
 int tfe_vq_init(struct tfe_vq *, struct tfe *, uint32_t index,

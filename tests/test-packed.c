@@ -58,8 +58,8 @@
 
 #define F(BIT) FEATURE_BIT(BIT)
 
-/* What the port offers: everything the contract names, and the packed
- * ring, which vhost_default_features() does not offer yet. */
+/* What the port offers: everything the contract names, the packed ring
+ * (which vhost_default_features() offers too) and the offloads. */
 #define PK_OFFERED                                                      \
     (F(VIRTIO_F_VERSION_1) | F(VIRTIO_NET_F_MRG_RXBUF) | F(VIRTIO_NET_F_MQ) \
      | F(VIRTIO_RING_F_INDIRECT_DESC) | F(VIRTIO_RING_F_EVENT_IDX)      \
@@ -68,7 +68,7 @@
      | F(VIRTIO_NET_F_GUEST_TSO4) | F(VIRTIO_NET_F_GUEST_TSO6)          \
      | F(VIRTIO_F_ANY_LAYOUT) | F(VHOST_F_LOG_ALL)                      \
      | F(VIRTIO_NET_F_GUEST_ANNOUNCE) | F(VIRTIO_NET_F_MTU)             \
-     | F(VIRTIO_F_RING_PACKED))
+     | F(VIRTIO_F_RING_PACKED) | F(VIRTIO_F_IN_ORDER))
 
 /* What every test acks (the packed ring is a VIRTIO 1.x feature), and the
  * options most ack on top. */
@@ -82,6 +82,7 @@
 #define PK_IND F(VIRTIO_RING_F_INDIRECT_DESC)
 #define PK_EVT F(VIRTIO_RING_F_EVENT_IDX)
 #define PK_FULL (PK_BASE | PK_MRG | PK_IND | PK_EVT)
+#define PK_INO F(VIRTIO_F_IN_ORDER)
 
 #define RX(QP) (2 * (QP))
 #define TX(QP) (2 * (QP) + 1)
@@ -442,9 +443,10 @@ static int
 get_used(struct tfe_vq *vq, struct tfe_used_elem *e, const char *what)
 {
     bool wrap = vq->used_wrap;
+    bool in_batch = vq->batch_left > 0;     /* No descriptor of its own. */
     int error = tfe_vq_get_used(vq, e);
 
-    if (vq->packed && error != -EAGAIN
+    if (vq->packed && error != -EAGAIN && !in_batch
         && vq->last_used_flags != USED_FLAGS(wrap, e->len)) {
         TU_FAIL("%s: vring %"PRIu32": used descriptor {id %"PRIu32", len "
                 "%"PRIu32"} has flags %#x, expected %#x", what, vq->index,
@@ -1172,6 +1174,10 @@ run_wrap(const char *name, unsigned int size, uint64_t features,
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, RX(0), &base));
         TU_CHECK_EQ(base, rx->next_used | (uint32_t) rx->used_wrap << 15);
     }
+    /* With IN_ORDER, every used descriptor named a chain in flight, in
+     * order, and receive never batched. */
+    TU_CHECK_EQ(tx->n_unordered, 0);
+    TU_CHECK_EQ(rx->n_unordered, 0);
     free(txp);
     free(rxb);
     pk_finish(&pk);
@@ -1614,6 +1620,109 @@ post_two(struct tfe_vq *vq, uint64_t a0, uint32_t l0, uint16_t f0,
     uint16_t flags[2] = { f0, f1 };
 
     return post_raw(vq, 2, addr, len, flags, id);
+}
+
+/* The four-at-a-time enqueue batch: receive buffers posted from a ring
+ * position that is a multiple of four.  Four packets that fit go in at
+ * once (with offload headers and num_buffers 1); a buffer too small, a
+ * chain of two or a short burst sends the packets one at a time instead,
+ * with the same results.  The ring positions drift, so batches start at
+ * every alignment.  With and without MRG_RXBUF. */
+static void
+run_batch_rx(uint64_t features)
+{
+    struct pk_cfg cfg = cfg_sized(features, 32);
+    struct pk pk;
+
+    pk_start(&pk, "batch-rx", &cfg);
+    struct tfe_vq *vq = &pk.vq[RX(0)];
+    for (int round = 0; round < 24; round++) {
+        struct vhost_pkt in[8];
+        struct vhost_offload ol[8];
+        uint8_t *p[8];
+        int kind = round % 6;
+        if (kind == 1 && !pk.mrg) {
+            kind = 0;   /* Without MRG_RXBUF a small buffer blocks. */
+        }
+        unsigned int n = kind == 5 ? 3 : 8;
+        int ids[8];
+
+        tu_log("round %d at position %u: %s", round, vq->next_avail,
+               (const char *[]) { "all simple", "one too small",
+                                  "a chain of two", "all simple again",
+                                  "all simple, big", "a short burst" }[kind]);
+        for (unsigned int i = 0; i < n; i++) {
+            size_t len = kind == 4 ? 1500 + i : 60 + 37 * i;
+            p[i] = new_pkt(&pk, len, i % 2 ? MAC_MULTICAST : MAC_UNICAST);
+            memset(&ol[i], 0, sizeof ol[i]);
+            if (i % 3 == 1) {
+                ol[i] = (struct vhost_offload) {
+                    .flags = VHOST_OL_NEEDS_CSUM, .csum_start = 34,
+                    .csum_offset = 6,
+                };
+            }
+            in[i] = (struct vhost_pkt) { .data = p[i], .len = len,
+                                         .ol = ol[i] };
+        }
+        for (unsigned int i = 0; i < n; i++) {
+            uint32_t room = pk.hdr_len + in[i].len;
+            if (kind == 1 && i == 2) {
+                /* Too small for the batch; with MRG_RXBUF the packet
+                 * also takes the next buffer. */
+                room -= 10;
+            } else if (!(kind == 1 && i != 2)) {
+                room += 64;
+            }
+            if (kind == 2 && i == 1) {
+                struct tfe_buf_opts o = { .n_descs = 2 };
+                ids[i] = rx_post(&pk, 0, room, &o);
+            } else {
+                ids[i] = rx_post(&pk, 0, room, NULL);
+            }
+        }
+        if (kind == 1) {
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, n), n - 1);
+        } else {
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, n), n);
+        }
+        for (unsigned int i = 0; i < n; i++) {
+            if (kind == 1 && i == n - 1) {
+                continue;   /* Packet 2 took two buffers: no room left. */
+            }
+            rx_expect(&pk, 0, p[i], in[i].len, &ol[i],
+                      kind == 1 && i == 2 ? 2 : 1, "batch rx");
+        }
+        /* Give back what is left. */
+        while (vq->n_free < vq->size || tfe_vq_n_used(vq)) {
+            struct tfe_used_elem u;
+            uint8_t *f = new_pkt(&pk, 60, MAC_UNICAST);
+
+            if (tfe_vq_n_used(vq)) {
+                TU_CHECK_OK(get_used(vq, &u, "leftover"));
+            } else {
+                TU_CHECK_EQ(enq1(&pk, 0, f, 60, NULL), 1);
+            }
+            free(f);
+        }
+        for (unsigned int i = 0; i < n; i++) {
+            free(p[i]);
+        }
+        (void) ids;
+    }
+    roundtrip(&pk, 0, "after the batches");
+    pk_finish(&pk);
+}
+
+static void
+test_batch_rx(void)
+{
+    run_batch_rx(PK_FULL);
+}
+
+static void
+test_batch_rx_nomrg(void)
+{
+    run_batch_rx(PK_BASE | PK_IND | PK_EVT);
 }
 
 /* Writes an indirect table of 'n' packed descriptors at 'gpa'. */
@@ -2258,11 +2367,39 @@ test_not_avail(void)
     pk_finish(&pk);
 }
 
-/* A buffer id made available twice before the engine uses it (the driver
- * breaks §2.8.6's "buffer ID ... unique among buffers in flight"): the
- * engine does not track ids, so it takes both and returns both.  This
- * checks that it stays sane: both packets, two used descriptors with that
- * id, each consuming its own slots, and the ring still works. */
+/* Buffer ids in flight (§2.8.6: "Buffer ID ... unique among buffers in
+ * flight").  A chain whose id is in flight already is dropped, counted
+ * under VHOST_DROP_ID_IN_FLIGHT and returned used with length 0 and the
+ * id it gave (the driver model keeps such a chain aside and answers
+ * -EPROTO when it comes back); the first chain with that id is not
+ * disturbed.  An id is in flight from the burst that takes it until that
+ * burst writes it back as used, so the next burst may see it again. */
+
+/* Posts on TX(0) a one-descriptor chain with buffer id 'id' holding a
+ * zero header and 'len' bytes of 'pkt'. */
+static void
+tx_post_id(struct pk *pk, const uint8_t *pkt, size_t len, uint16_t id)
+{
+    struct tfe_vq *vq = &pk->vq[TX(0)];
+    uint64_t b = arena_buf(vq, pk->hdr_len + len);
+
+    TU_CHECK(tfe_mem_write(vq->mem, b + pk->hdr_len, pkt, len));
+    post_one(vq, b, pk->hdr_len + len, 0, id);
+}
+
+static void
+check_id_drops(struct pk *pk, unsigned int vring, uint64_t packets,
+               uint64_t in_flight)
+{
+    struct vhost_queue_stats s = get_stats(pk, vring);
+
+    TU_CHECK_EQ(s.packets, packets);
+    TU_CHECK_EQ(s.drops[VHOST_DROP_ID_IN_FLIGHT], in_flight);
+    TU_CHECK_EQ(total_drops(&s), in_flight);
+}
+
+/* Within one burst, both directions: an id made available twice (one
+ * descriptor, then a chain of two) before the engine runs. */
 static void
 test_id_reuse(void)
 {
@@ -2290,33 +2427,429 @@ test_id_reuse(void)
         post_one(vq, b1, tx ? 112 : 2048, w, id);
         post_two(vq, b2, 12, w, b2 + 12, tx ? 100 : 2036, w, id);
         if (tx) {
-            TU_CHECK_EQ(dq(&pk, 0, out, 8), 2);
-            check_pkt(&out[0], a, 100, "first of the same id");
-            check_pkt(&out[1], a, 100, "second of the same id");
+            TU_CHECK_EQ(dq(&pk, 0, out, 8), 1);
+            check_pkt(&out[0], a, 100, "the first of the same id");
             release_pkts(out, 8);
         } else {
             struct vhost_pkt in[2] = {
                 { .data = a, .len = 100 }, { .data = a, .len = 100 },
             };
-            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+            /* The second packet finds only the dropped chain. */
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 1);
         }
         TU_CHECK_EQ(get_used(vq, &u, "first of the same id"), 0);
         TU_CHECK_EQ(u.id, id);
         TU_CHECK_EQ(u.len, tx ? 0 : 112);
         TU_CHECK_EQ(get_used(vq, &u, "second of the same id"), -EPROTO);
         TU_CHECK_EQ(u.id, id);
-        TU_CHECK_EQ(u.len, tx ? 0 : 112);
+        TU_CHECK_EQ(u.len, 0);
         expect_no_used(vq);
-        {
-            struct vhost_queue_stats s = get_stats(&pk, vring);
-            TU_CHECK_EQ(total_drops(&s), 0);
-            TU_CHECK_EQ(s.packets, 2);
-        }
+        check_id_drops(&pk, vring, 1, 1);
         free(a);
     }
     roundtrip(&pk, 0, "after the reused ids");
     pk_finish(&pk);
 }
+
+/* The four-at-a-time dequeue batch: an id twice inside one batch, and an
+ * id that an earlier batch of the same burst took.  Neither batch may
+ * take them; the single path drops exactly the second use. */
+static void
+test_id_reuse_batch(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 64);
+    struct vhost_pkt out[16];
+    uint8_t *p[8];
+    struct pk pk;
+
+    pk_start(&pk, "id-reuse-batch", &cfg);
+    for (int i = 0; i < 8; i++) {
+        p[i] = new_pkt(&pk, 60 + i, MAC_UNICAST);
+    }
+    tx_advance_to(&pk, 4);
+
+    tu_log("positions 4..7: ids 10 11 10 12 (10 twice in one batch)");
+    tx_post_id(&pk, p[0], 60, 10);
+    tx_post_id(&pk, p[1], 61, 11);
+    tx_post_id(&pk, p[2], 62, 10);
+    tx_post_id(&pk, p[3], 63, 12);
+    TU_CHECK_EQ(dq(&pk, 0, out, 16), 3);
+    check_pkt(&out[0], p[0], 60, "id 10");
+    check_pkt(&out[1], p[1], 61, "id 11");
+    check_pkt(&out[2], p[3], 63, "id 12");
+    release_pkts(out, 16);
+    expect_used(&pk.vq[TX(0)], 10, 0);
+    expect_used(&pk.vq[TX(0)], 11, 0);
+    expect_used(&pk.vq[TX(0)], 10, 0);     /* The kept-aside one. */
+    expect_used(&pk.vq[TX(0)], 12, 0);
+    expect_no_used(&pk.vq[TX(0)]);
+    check_id_drops(&pk, TX(0), 4 + 3, 1);
+
+    tu_log("positions 8..15: ids 20 21 22 23, then 24 21 25 26 (21 again, "
+           "in the next batch of the same burst)");
+    for (int i = 0; i < 8; i++) {
+        static const uint16_t ids[8] = { 20, 21, 22, 23, 24, 21, 25, 26 };
+        tx_post_id(&pk, p[i], 60 + i, ids[i]);
+    }
+    TU_CHECK_EQ(dq(&pk, 0, out, 16), 7);
+    for (int i = 0, j = 0; i < 8; i++) {
+        if (i != 5) {
+            check_pkt(&out[j++], p[i], 60 + i, "second burst");
+        }
+    }
+    release_pkts(out, 16);
+    for (int i = 0; i < 8; i++) {
+        static const uint16_t ids[8] = { 20, 21, 22, 23, 24, 21, 25, 26 };
+        expect_used(&pk.vq[TX(0)], ids[i], 0);
+    }
+    expect_no_used(&pk.vq[TX(0)]);
+    check_id_drops(&pk, TX(0), 4 + 3 + 7, 2);
+
+    for (int i = 0; i < 8; i++) {
+        free(p[i]);
+    }
+    roundtrip(&pk, 0, "after the batches");
+    pk_finish(&pk);
+}
+
+/* Across bursts.  Every burst writes back what it took before it
+ * returns, so an id used in one burst is free again in the next: taking
+ * it again is no reuse, in either direction, including a chain that an
+ * enqueue met but left available (a packet that did not fit) and meets
+ * again, in the next burst or later in the same one. */
+static void
+test_id_reuse_bursts(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_BASE | PK_IND | PK_EVT, 16);
+    struct vhost_pkt out[4];
+    uint8_t *a, *big;
+    struct pk pk;
+
+    pk_start(&pk, "id-reuse-bursts", &cfg);
+    a = new_pkt(&pk, 100, MAC_UNICAST);
+    big = new_pkt(&pk, 3000, MAC_UNICAST);
+
+    tu_log("transmit: id 9 in three bursts in a row");
+    for (int i = 0; i < 3; i++) {
+        tx_post_id(&pk, a, 100, 9);
+        TU_CHECK_EQ(dq(&pk, 0, out, 4), 1);
+        check_pkt(&out[0], a, 100, "id 9 again");
+        release_pkts(out, 4);
+        expect_used(&pk.vq[TX(0)], 9, 0);
+    }
+    tu_log("transmit: id 9 twice at once, taken one burst at a time: the "
+           "first is written back before the second is read");
+    tx_post_id(&pk, a, 100, 9);
+    tx_post_id(&pk, a, 100, 9);
+    TU_CHECK_EQ(dq(&pk, 0, out, 1), 1);
+    release_pkts(out, 4);
+    TU_CHECK_EQ(dq(&pk, 0, out, 1), 1);
+    release_pkts(out, 4);
+    expect_used(&pk.vq[TX(0)], 9, 0);
+    {
+        struct tfe_used_elem u;
+        TU_CHECK_EQ(get_used(&pk.vq[TX(0)], &u, "second id 9"), -EPROTO);
+        TU_CHECK_EQ(u.id, 9);
+    }
+    check_id_drops(&pk, TX(0), 5, 0);
+
+    tu_log("receive: a 3000-byte packet without MRG_RXBUF does not fit "
+           "the 2048-byte chain with id 7, which stays available; the "
+           "next packet of the same burst takes it");
+    {
+        struct tfe_vq *vq = &pk.vq[RX(0)];
+        struct vhost_pkt in[2] = {
+            { .data = big, .len = 3000 }, { .data = a, .len = 100 },
+        };
+
+        post_one(vq, arena_buf(vq, 2048), 2048, TFE_DESC_F_WRITE, 7);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+        expect_used(vq, 7, 112);
+        expect_no_used(vq);
+    }
+    {
+        struct vhost_queue_stats st = get_stats(&pk, RX(0));
+        TU_CHECK_EQ(st.packets, 1);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_ID_IN_FLIGHT], 0);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_TOO_BIG], 1);
+    }
+
+    free(a);
+    free(big);
+    pk_finish(&pk);
+
+    tu_log("receive with MRG_RXBUF: a packet that does not fit the chains "
+           "there (ids 3, 4) leaves them available; after one more (id 5) "
+           "the next burst takes all three");
+    cfg = cfg_sized(PK_FULL, 16);
+    pk_start(&pk, "id-reuse-bursts-mrg", &cfg);
+    a = new_pkt(&pk, 3000, MAC_UNICAST);
+    {
+        struct tfe_vq *vq = &pk.vq[RX(0)];
+
+        post_one(vq, arena_buf(vq, 1024), 1024, TFE_DESC_F_WRITE, 3);
+        post_one(vq, arena_buf(vq, 1024), 1024, TFE_DESC_F_WRITE, 4);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 0);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 0);
+        expect_no_used(vq);
+        post_one(vq, arena_buf(vq, 2048), 2048, TFE_DESC_F_WRITE, 5);
+        TU_CHECK_EQ(enq1(&pk, 0, a, 3000, NULL), 1);
+        expect_used(vq, 3, 1024);
+        expect_used(vq, 4, 1024);
+        expect_used(vq, 5, 3012 - 2048);
+        expect_no_used(vq);
+    }
+    check_id_drops(&pk, RX(0), 1, 0);
+    free(a);
+    roundtrip(&pk, 0, "after the waits");
+    pk_finish(&pk);
+}
+
+/* VIRTIO_F_IN_ORDER (§2.7.9 split, §2.8.8 packed), on both layouts.  The
+ * driver model keeps the order chains were made available in and checks
+ * each used element against it ('n_unordered', 'last_batch'). */
+
+/* The features of an in-order test on the split ('packed' false) or the
+ * packed ring. */
+static uint64_t
+io_features(bool packed, uint64_t features)
+{
+    features |= PK_INO;
+    return packed ? features | F(VIRTIO_F_RING_PACKED)
+                  : features & ~F(VIRTIO_F_RING_PACKED);
+}
+
+/* Dequeue writes a burst back as one used element, where the burst's
+ * first chain's would go, naming the last chain, with length 0: split,
+ * one used ring entry and used->idx moved on by the burst; packed, one
+ * used descriptor, the driver's position moving past every chain of the
+ * burst.  Nothing else of the ring is written.  Chains of every shape
+ * (one descriptor, several, indirect, a dropped one) in bursts of 1 to
+ * 8 chains over a ring of 32 that wraps many times. */
+static void
+run_in_order_dequeue(bool packed)
+{
+    struct pk_cfg cfg = cfg_sized(io_features(packed, PK_FULL), 32);
+    struct vhost_pkt out[16];
+    unsigned int n_pkts = 0, n_bad = 0;
+    struct pk pk;
+
+    pk_start(&pk, packed ? "io-dq-packed" : "io-dq-split", &cfg);
+    struct tfe_vq *vq = &pk.vq[TX(0)];
+    TU_CHECK(vq->in_order);
+    for (unsigned int round = 0; round < 40; round++) {
+        unsigned int n = 1 + round % 8;     /* Chains this burst. */
+        unsigned int bad = round % 3 ? n : round % n;   /* Which is bad. */
+        uint8_t *pkts[8];
+        int ids[8];
+        uint16_t used0 = 0, slot_after = 0;
+        bool wrap0 = false;
+
+        if (!packed) {
+            /* Poison the used ring: only one entry may change. */
+            used0 = tfe_vq_used_idx(vq);
+            for (unsigned int i = 0; i < vq->size; i++) {
+                vq->used_ring[i].id = 0xdead;
+                vq->used_ring[i].len = 0xbeef;
+            }
+        } else {
+            used0 = vq->next_avail;
+            wrap0 = vq->avail_wrap;
+        }
+        for (unsigned int i = 0; i < n; i++) {
+            struct tfe_buf_opts o = {
+                .n_descs = 1 + (round + i) % 3,
+                .indirect = (round + i) % 4 == 3,
+            };
+            struct tfe_net_hdr h = { .csum_start = 2000, .csum_offset = 6,
+                                     .flags = TFE_NET_HDR_F_NEEDS_CSUM };
+
+            if (o.indirect) {
+                o.n_descs = 2;
+            }
+            pkts[i] = new_pkt(&pk, 60 + 10 * i, MAC_UNICAST);
+            ids[i] = tx_post(&pk, 0, i == bad ? &h : NULL, pkts[i],
+                             60 + 10 * i, &o);
+            if (packed && i == 0) {
+                slot_after = vq->next_avail;
+            }
+        }
+        unsigned int good = n - (bad < n);
+        TU_CHECK_EQ(dq(&pk, 0, out, 16), good);
+        for (unsigned int i = 0, j = 0; i < n; i++) {
+            if (i != bad) {
+                check_pkt(&out[j++], pkts[i], 60 + 10 * i, "in order");
+            }
+        }
+        release_pkts(out, 16);
+        n_pkts += good;
+        n_bad += bad < n;
+
+        if (!packed) {
+            uint16_t slot = used0 % vq->size;
+
+            TU_CHECK_EQ(tfe_vq_used_idx(vq), (uint16_t) (used0 + n));
+            TU_CHECK_EQ(vq->used_ring[slot].id, ids[n - 1]);
+            TU_CHECK_EQ(vq->used_ring[slot].len, 0);
+            for (unsigned int i = 0; i < vq->size; i++) {
+                if (i != slot) {
+                    TU_CHECK_EQ(vq->used_ring[i].id, 0xdead);
+                }
+            }
+        } else {
+            const struct tfe_pdesc *d = &vq->pdesc[used0];
+            uint16_t f = __atomic_load_n(&d->flags, __ATOMIC_ACQUIRE);
+
+            TU_CHECK_EQ(f, USED_FLAGS(wrap0, 0));
+            TU_CHECK_EQ(d->id, ids[n - 1]);
+            TU_CHECK_EQ(d->len, 0);
+            if (n > 1) {
+                /* The second chain's head was not written back. */
+                f = __atomic_load_n(&vq->pdesc[slot_after].flags,
+                                    __ATOMIC_ACQUIRE);
+                TU_CHECK(!(f & TFE_PDESC_F_USED) != !(f & TFE_PDESC_F_AVAIL));
+            }
+        }
+        /* The driver takes the batch apart, in order. */
+        for (unsigned int i = 0; i < n; i++) {
+            expect_used(vq, ids[i], 0);
+            TU_CHECK_EQ(vq->last_batch, n);
+        }
+        expect_no_used(vq);
+        TU_CHECK_EQ(vq->n_unordered, 0);
+        for (unsigned int i = 0; i < n; i++) {
+            free(pkts[i]);
+        }
+    }
+    {
+        struct vhost_queue_stats st = get_stats(&pk, TX(0));
+        TU_CHECK_EQ(st.packets, n_pkts);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_BAD_CSUM], n_bad);
+    }
+    roundtrip(&pk, 0, "after the in-order bursts");
+    roundtrip(&pk, 1, "the other queue pair");
+    pk_finish(&pk);
+}
+
+static void
+test_in_order_dequeue_split(void)
+{
+    run_in_order_dequeue(false);
+}
+
+static void
+test_in_order_dequeue_packed(void)
+{
+    run_in_order_dequeue(true);
+}
+
+/* Enqueue with IN_ORDER and MRG_RXBUF: one used element per chain, each
+ * with its length, in the order the chains were made available, even
+ * when a bad chain comes between two buffers a packet could use: the
+ * buffer before it is returned empty, the bad one dropped, and the
+ * packet goes after them.  Then ordinary multi-buffer packets. */
+static void
+run_in_order_enqueue(bool packed)
+{
+    struct pk_cfg cfg = cfg_sized(io_features(packed, PK_FULL), 16);
+    struct tfe_vq *vq;
+    struct tfe_used_elem u;
+    struct pk pk;
+    uint8_t *a;
+    int g1, g2, bad;
+
+    pk_start(&pk, packed ? "io-enq-packed" : "io-enq-split", &cfg);
+    vq = &pk.vq[RX(0)];
+    a = new_pkt(&pk, 2000, MAC_UNICAST);
+
+    tu_log("a 1000-byte buffer, a read-only chain, a 2048-byte buffer");
+    g1 = rx_post(&pk, 0, 1000, NULL);
+    if (packed) {
+        bad = post_one(vq, arena_buf(vq, 2048), 2048, 0, free_id(vq));
+    } else {
+        struct tfe_seg seg = { arena_buf(vq, 2048), 2048 };
+        struct tfe_chain_opts copts = { .indirect = false };
+        bad = tfe_vq_add_chain(vq, &seg, 1, false, &copts);
+        TU_CHECK(bad >= 0);
+    }
+    g2 = rx_post(&pk, 0, 2048, NULL);
+    TU_CHECK_EQ(enq1(&pk, 0, a, 2000, NULL), 1);
+    TU_CHECK_OK(get_used(vq, &u, "the buffer before the bad chain"));
+    TU_CHECK_EQ(u.id, g1);
+    TU_CHECK_EQ(u.len, 0);
+    TU_CHECK_EQ(vq->last_batch, 1);
+    TU_CHECK_OK(get_used(vq, &u, "the bad chain"));
+    TU_CHECK_EQ(u.id, bad);
+    TU_CHECK_EQ(u.len, 0);
+    TU_CHECK_EQ(vq->last_batch, 1);
+    TU_CHECK_OK(tfe_vq_peek_used(vq, &u));
+    TU_CHECK_EQ(u.id, g2);
+    rx_expect(&pk, 0, a, 2000, NULL, 1, "after the bad chain");
+    TU_CHECK_EQ(vq->last_batch, 1);
+    expect_no_used(vq);
+    TU_CHECK_EQ(get_stats(&pk, RX(0)).drops[VHOST_DROP_BAD_DIRECTION], 1);
+
+    tu_log("packets over several buffers, several per burst");
+    for (int round = 0; round < 20; round++) {
+        struct vhost_pkt in[3];
+        uint8_t *p[3];
+
+        for (int i = 0; i < 3; i++) {
+            size_t len = 500 + 700 * ((round + i) % 4);
+            p[i] = new_pkt(&pk, len, MAC_UNICAST);
+            in[i] = (struct vhost_pkt) { .data = p[i], .len = len };
+        }
+        for (int i = 0; i < 12; i++) {
+            rx_post(&pk, 0, 512 + 256 * (i % 3), NULL);
+        }
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 3), 3);
+        for (int i = 0; i < 3; i++) {
+            rx_expect(&pk, 0, p[i], in[i].len, NULL, 0, "mergeable");
+            TU_CHECK_EQ(vq->last_batch, 1);
+            free(p[i]);
+        }
+        /* Give back what the packets did not use. */
+        while (tfe_vq_n_used(vq) || vq->order_n) {
+            if (!tfe_vq_n_used(vq)) {
+                uint8_t *f = new_pkt(&pk, 60, MAC_UNICAST);
+                TU_CHECK_EQ(enq1(&pk, 0, f, 60, NULL), 1);
+                rx_expect(&pk, 0, f, 60, NULL, 1, "filler");
+                free(f);
+            } else {
+                TU_CHECK_OK(get_used(vq, &u, "leftover"));
+            }
+        }
+    }
+    TU_CHECK_EQ(vq->n_unordered, 0);
+    free(a);
+    roundtrip(&pk, 0, "after the in-order enqueues");
+    pk_finish(&pk);
+}
+
+static void
+test_in_order_enqueue_split(void)
+{
+    run_in_order_enqueue(false);
+}
+
+static void
+test_in_order_enqueue_packed(void)
+{
+    run_in_order_enqueue(true);
+}
+
+static void
+test_in_order_wrap_7(void)
+{
+    run_wrap("io-wrap-7", 7, PK_FULL | PK_INO, 100);
+}
+
+static void
+test_in_order_wrap_33_nomrg(void)
+{
+    run_wrap("io-wrap-33-nomrg", 33, PK_BASE | PK_IND | PK_INO, 30);
+}
+
 /* Notifications and event suppression (§2.8.10). */
 
 /* Checks that the last burst on 'vring' did ('notified') or did not
@@ -4094,6 +4627,10 @@ const struct tu_test tu_packed_tests[] = {
       "queue size 256, 12 laps, no MRG" },
     { "pk-wrap-32768", test_wrap_32768, "queue size 32768, 2 laps" },
     { "pk-batch", test_batch, "four-at-a-time batch and single path" },
+    { "pk-batch-rx", test_batch_rx,
+      "RX: four-at-a-time enqueue batch and single path" },
+    { "pk-batch-rx-nomrg", test_batch_rx_nomrg,
+      "RX: the same without MRG_RXBUF" },
     { "pk-bad-index-tx", test_bad_index_tx, "TX: buffer id >= queue size" },
     { "pk-bad-index-rx", test_bad_index_rx, "RX: buffer id >= queue size" },
     { "pk-bad-direction-tx", test_bad_direction_tx,
@@ -4120,7 +4657,11 @@ const struct tu_test tu_packed_tests[] = {
     { "pk-not-avail", test_not_avail,
       "heads whose flags do not match the wrap counter" },
     { "pk-id-reuse", test_id_reuse,
-      "a buffer id in flight twice in one burst" },
+      "a buffer id in flight twice in one burst, both directions" },
+    { "pk-id-reuse-batch", test_id_reuse_batch,
+      "a buffer id in flight twice in and across dequeue batches" },
+    { "pk-id-reuse-bursts", test_id_reuse_bursts,
+      "ids free again after write-back; chains left available" },
     { "pk-notify", test_notify_flags,
       "call eventfd and the driver event suppression flags" },
     { "pk-notify-event-idx-7", test_notify_event_idx_7,
@@ -4156,6 +4697,18 @@ const struct tu_test tu_packed_tests[] = {
       "differential split vs packed: MRG, direct, EVENT_IDX" },
     { "pk-straddle", test_straddle,
       "buffers, headers and indirect tables across regions" },
+    { "io-dequeue-split", test_in_order_dequeue_split,
+      "split: one used entry per dequeue burst, in order" },
+    { "io-dequeue-packed", test_in_order_dequeue_packed,
+      "packed: one used descriptor per dequeue burst, in order" },
+    { "io-enqueue-split", test_in_order_enqueue_split,
+      "split: enqueue used entries in avail order, MRG and a bad chain" },
+    { "io-enqueue-packed", test_in_order_enqueue_packed,
+      "packed: enqueue used descriptors in ring order, MRG and a bad chain" },
+    { "io-wrap-7", test_in_order_wrap_7,
+      "packed: queue size 7, 100 laps" },
+    { "io-wrap-33-nomrg", test_in_order_wrap_33_nomrg,
+      "packed: queue size 33, 30 laps, no MRG" },
     { "pk-hdr-split", test_hdr_split,
       "the header over several descriptors, across the ring end" },
 };

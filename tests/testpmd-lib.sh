@@ -432,8 +432,14 @@ vfwd_pid () { _tpmd_read "$2/$1.fwdpid"; }
 # vfwd_running NAME DIR: true if it is alive.
 vfwd_running () { _tpmd_alive "$(vfwd_pid "$1" "$2")" "${VFWD_BIN##*/}"; }
 
-# vfwd_count NAME DIR REGEX: how many lines of its log match.
-vfwd_count () { grep -Ec -- "$3" "$2/$1.log" 2>/dev/null; }
+# vfwd_count NAME DIR REGEX: how many lines of its log match (0 while the
+#   log does not exist yet: vfwd_start's child creates it, and on a loaded
+#   machine it may not have run yet).
+vfwd_count () {
+    local n
+    n=$(grep -Ec -- "$3" "$2/$1.log" 2>/dev/null)
+    echo "${n:-0}"
+}
 
 # vfwd_wait_log NAME DIR REGEX [TIMEOUT_S=30] [MIN_COUNT=1]: wait until at
 #   least MIN_COUNT lines of the log match REGEX.  Returns 1 on timeout, 2

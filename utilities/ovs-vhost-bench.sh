@@ -17,9 +17,8 @@
 # for ours; both count only polls that moved packets, per packet received.
 # The median of the REPS runs is kept.
 #
-# Ring layouts: "split", and "packed" (virtio-user packed_vq=1; DPDK's
-# vhost PMD negotiates VIRTIO_F_RING_PACKED by itself, ovs-vhost-fwd is
-# told to offer it).  The frontend's log must name the ring it runs, or
+# Ring layouts: "split", and "packed" (virtio-user packed_vq=1; both
+# backends offer VIRTIO_F_RING_PACKED by default, so the frontend decides).  The frontend's log must name the ring it runs, or
 # the row fails.  Packed rows also show ours packed / ours split.
 #
 # Output, in OUT (default ./bench): raw.csv (every run), summary.csv,
@@ -141,11 +140,10 @@ fwd_cycles_rx () {
 # "BACKEND,RING,SIZE,MRG,REP,MPPS,CPP,BUSY" lines to raw.csv.
 run_backend () {
     local be=$1 ring=$2 size=$3 mrg=$4 D rep t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
-    local vdev_ring= fwd_ring= n_packed
+    local vdev_ring= n_packed
     D=$work/$be-$ring-$size-$mrg
     if [ "$ring" = packed ]; then
         vdev_ring=,packed_vq=1
-        fwd_ring=--features=+0x400000000     # VIRTIO_F_RING_PACKED
     fi
     mkdir -p "$D"
     busy=$(others_busy)
@@ -163,7 +161,7 @@ run_backend () {
     ovs)
         # shellcheck disable=SC2086
         vfwd_start be "$D" --server "$D/s0" --server "$D/s1" \
-            --queues "$queues" --mode=io --cpu="$be_cpu" $fwd_ring || return 1
+            --queues "$queues" --mode=io --cpu="$be_cpu" || return 1
         vfwd_wait_log be "$D" '^p1: listening' 10 || return 1
         ;;
     esac

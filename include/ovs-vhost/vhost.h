@@ -329,6 +329,7 @@ enum vhost_drop_reason {
     VHOST_DROP_BAD_CSUM,        /* csum_start/offset beyond the packet. */
     VHOST_DROP_TOO_BIG,         /* Larger than the embedder can take. */
     VHOST_DROP_NO_BUFS,         /* Guest RX ring full (enqueue). */
+    VHOST_DROP_ID_IN_FLIGHT,    /* Packed: buffer id already in flight. */
     VHOST_N_DROP_REASONS
 };
 
