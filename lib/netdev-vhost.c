@@ -151,9 +151,10 @@ struct netdev_vhost {
 
 struct netdev_rxq_vhost {
     struct netdev_rxq up;
-    /* Buffers allocated for packets that did not come, kept for the next
-     * call (see vhost_dequeue_burst()). */
+    /* Buffers for the next dequeue (see vhost_dequeue_burst()): refilled
+     * before a call when 'n_empty' slots were handed to OVS by the last. */
     struct vhost_pkt pkts[NETDEV_MAX_BURST];
+    unsigned int n_empty;
 };
 
 /* Process-wide state, under 'vhost_mutex'. */
@@ -1511,16 +1512,20 @@ netdev_vhost_cache_destroy(void *cache_)
     free(cache);
 }
 
+/* This thread's cache.  The fast path reads a __thread pointer; the
+ * ovsthread key only exists to free the cache when the thread exits. */
+static __thread struct netdev_vhost_cache *netdev_vhost_cache;
+
 static struct netdev_vhost_cache *
 netdev_vhost_cache_get(void)
 {
-    struct netdev_vhost_cache *cache
-        = ovsthread_getspecific(netdev_vhost_cache_key);
+    struct netdev_vhost_cache *cache = netdev_vhost_cache;
 
     if (OVS_UNLIKELY(!cache)) {
         cache = xmalloc(sizeof *cache);
         cache->n = 0;
         ovsthread_setspecific(netdev_vhost_cache_key, cache);
+        netdev_vhost_cache = cache;
     }
     return cache;
 }
@@ -1571,14 +1576,24 @@ netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
             headroom = MIN(headroom, UINT16_MAX - room);
         }
     }
-    if (!b) {
+    if (OVS_LIKELY(b)) {
+        /* A block we made: its base, size and source are ours already.
+         * Reset what OVS may have changed; the packet metadata is
+         * initialised by dpif-netdev on input. */
+        dp_packet_set_data(b, (char *) (b + 1) + headroom);
+        dp_packet_set_size(b, 0);
+        dp_packet_reset_offsets(b);
+        dp_packet_reset_cutlen(b);
+        dp_packet_reset_offload(b);
+        b->packet_type = htonl(PT_ETH);
+    } else {
         b = malloc(sizeof *b + headroom + room);
         if (OVS_UNLIKELY(!b)) {
             return false;
         }
+        dp_packet_use_stub(b, b + 1, headroom + room);
+        dp_packet_reserve(b, headroom);
     }
-    dp_packet_use_stub(b, b + 1, headroom + room);
-    dp_packet_reserve(b, headroom);
     pkt->data = dp_packet_data(b);
     pkt->size = room;
     pkt->handle = b;
@@ -1670,6 +1685,19 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         .free = netdev_vhost_pkt_free,
         .aux = netdev_vhost_cache_get(),
     };
+    /* Standard buffers in every slot, in one tight loop, rather than one
+     * allocator call per packet from inside the burst: the engine keeps
+     * them, and only calls 'alloc' for a packet larger than 2 KiB.  The
+     * slots the guest does not fill stay for the next call. */
+    if (rxq->n_empty) {
+        for (int i = 0; i < NETDEV_MAX_BURST; i++) {
+            if (!rxq->pkts[i].data
+                && !netdev_vhost_pkt_alloc(alloc.aux, &rxq->pkts[i], 0)) {
+                break;
+            }
+        }
+        rxq->n_empty = 0;
+    }
     unsigned int n = vhost_dequeue_burst(dev->port, qp, rxq->pkts,
                                          NETDEV_MAX_BURST, &alloc);
     if (!n) {
@@ -1694,6 +1722,7 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         p->handle = NULL;
         p->size = 0;
     }
+    rxq->n_empty = n;
     batch->count = n;
 
     struct netdev_vhost_policer *policer
@@ -1708,7 +1737,8 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
             return EAGAIN;
         }
     }
-    dp_packet_batch_init_packet_fields(batch);
+    /* cutlen and packet_type were set when the buffer was prepared
+     * (dp_packet_batch_init_packet_fields() would do it again). */
     return 0;
 }
 
@@ -1720,8 +1750,9 @@ netdev_vhost_rxq_alloc(void)
 }
 
 static int
-netdev_vhost_rxq_construct(struct netdev_rxq *rxq OVS_UNUSED)
+netdev_vhost_rxq_construct(struct netdev_rxq *rxq)
 {
+    netdev_rxq_vhost_cast(rxq)->n_empty = NETDEV_MAX_BURST;
     return 0;
 }
 
