@@ -170,6 +170,18 @@ run_switch () {
         echo "ovs-vhost-ovs-bench: the frontend does not run a $ring ring" >&2
         cp "$work/fe.log" "$log.fe"; return 1
     fi
+    # Both ports up in OVS (carrier: device ready and queues enabled)
+    # before the first packet, or the loop starts with one port missing
+    # and runs one way only.  OVS-DPDK's main loop can take seconds here,
+    # faulting in its 3 GB of no-hugepage memory.
+    i=0
+    until [ "$(ovs_vsctl "$O" get Interface vhu0 link_state)" = up ] \
+          && [ "$(ovs_vsctl "$O" get Interface vhu1 link_state)" = up ]; do
+        i=$((i + 1))
+        [ $i -lt 300 ] || { echo "ovs-vhost-ovs-bench: $sw: ports not up" >&2; return 1; }
+        sleep 0.1
+    done
+    sleep 1
     tpmd_cmd fe "$work" "start tx_first 8" >/dev/null
     sleep "$warmup"
     ovs_appctl "$O" dpif-netdev/pmd-stats-clear >/dev/null
