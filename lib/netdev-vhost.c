@@ -1789,15 +1789,21 @@ netdev_vhost_rxq_enabled(struct netdev_rxq *rxq)
 
 /* Offload metadata for an OVS packet going to the guest.  Cold: only for
  * packets OVS left with a partial checksum or for segmentation. */
-static void NETDEV_VHOST_COLD
+/* Offload metadata for an OVS packet going to the guest.  Cold: only for
+ * packets OVS left with a partial checksum or for segmentation.  Returns
+ * false if the packet's headers cannot carry what its flags ask for (no
+ * L3 or L4 header, or a TCP header that runs past the packet): such a
+ * packet is dropped and counted in ovs_tx_invalid_hwol_drops. */
+static bool NETDEV_VHOST_COLD
 netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
 {
     const char *eth = dp_packet_eth(b);
     const char *l3 = dp_packet_l3(b);
     const char *l4 = dp_packet_l4(b);
+    uint32_t size = dp_packet_size(b);
 
-    if (!eth || !l3 || !l4) {
-        return;
+    if (!eth || !l3 || !l4 || l4 < l3 || l4 - eth >= size) {
+        return false;
     }
     if (dp_packet_hwol_l4_mask(b)) {
         p->ol.flags = VHOST_OL_NEEDS_CSUM;
@@ -1805,16 +1811,27 @@ netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
         p->ol.csum_offset = dp_packet_hwol_l4_is_tcp(b)
                             ? offsetof(struct tcp_header, tcp_csum)
                             : offsetof(struct udp_header, udp_csum);
+        if (p->ol.csum_start + p->ol.csum_offset + 2 > size) {
+            return false;
+        }
     }
     if (dp_packet_hwol_is_tso(b)) {
         const struct tcp_header *tcp = (const void *) l4;
-        int hdr = (l4 - eth) + TCP_OFFSET(tcp->tcp_ctl) * 4;
+        int hdr;
 
+        if (l4 - eth + TCP_HEADER_LEN > size) {
+            return false;
+        }
+        hdr = (l4 - eth) + TCP_OFFSET(tcp->tcp_ctl) * 4;
+        if (hdr > (int) size) {
+            return false;
+        }
         p->ol.gso_type = dp_packet_hwol_is_ipv4(b) ? VHOST_GSO_TCPV4
                                                    : VHOST_GSO_TCPV6;
         p->ol.hdr_len = hdr;
         p->ol.gso_size = MAX(mtu - (hdr - (int) (l3 - eth)), 1);
     }
+    return true;
 }
 
 static int
@@ -1849,6 +1866,7 @@ netdev_vhost_send(struct netdev *netdev, int qid,
     atomic_read_relaxed(&dev->max_frame, &max_frame);
     atomic_read_relaxed(&dev->tx_offloads, &offloads);
 
+    int hwol_drops = 0;
     struct dp_packet *packet;
     DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
         uint32_t size = dp_packet_size(packet);
@@ -1868,9 +1886,13 @@ netdev_vhost_send(struct netdev *netdev, int qid,
         memset(&p->ol, 0, sizeof p->ol);
         if (OVS_UNLIKELY(offloads && (*dp_packet_ol_flags_ptr(packet)
                                       & (DP_PACKET_OL_TX_L4_MASK
-                                         | DP_PACKET_OL_TX_TCP_SEG)))) {
-            netdev_vhost_tx_offload(packet, p, max_frame - ETH_HEADER_LEN
-                                               - VLAN_HEADER_LEN);
+                                         | DP_PACKET_OL_TX_TCP_SEG)))
+            && !netdev_vhost_tx_offload(packet, p, max_frame - ETH_HEADER_LEN
+                                                   - VLAN_HEADER_LEN)) {
+            cnt--;
+            hwol_drops++;
+            VLOG_WARN_RL(&rl, "%s: dropping a packet whose headers do not "
+                         "match its offload flags", netdev_get_name(netdev));
         }
     }
 
@@ -1913,6 +1935,10 @@ netdev_vhost_send(struct netdev *netdev, int qid,
     if (OVS_UNLIKELY(left)) {
         sw_add(&dev->sw.tx_failure_drops, left);
         COVERAGE_ADD(vhost_tx_drop, left);
+    }
+    if (OVS_UNLIKELY(hwol_drops)) {
+        sw_add(&dev->sw.tx_invalid_hwol_drops, hwol_drops);
+        COVERAGE_ADD(vhost_tx_drop, hwol_drops);
     }
     if (OVS_UNLIKELY(mtu_drops)) {
         sw_add(&dev->sw.tx_mtu_exceeded_drops, mtu_drops);
