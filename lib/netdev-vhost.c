@@ -1551,17 +1551,25 @@ netdev_vhost_recycle(struct netdev_vhost_cache *cache, struct dp_packet *b)
     }
 }
 
-/* The allocator for vhost_dequeue_burst(); 'cache_' is this thread's
- * cache, looked up once per burst. */
+/* What the allocator needs during one dequeue: this thread's cache, looked
+ * up once per burst, and the port, for counting failures. */
+struct netdev_vhost_rx_ctx {
+    struct netdev_vhost_cache *cache;
+    struct netdev_vhost *dev;
+};
+
+/* Gives 'pkt' a buffer for 'len' bytes.  On failure (no memory), counts it
+ * in ovs_rx_alloc_failures; the packet stays in the guest's ring. */
 static bool
-netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
+netdev_vhost_pkt_alloc(void *ctx_, struct vhost_pkt *pkt, uint32_t len)
 {
+    const struct netdev_vhost_rx_ctx *ctx = ctx_;
     size_t headroom = NETDEV_VHOST_HEADROOM;
     size_t room = NETDEV_VHOST_STD_ROOM;
     struct dp_packet *b = NULL;
 
     if (OVS_LIKELY(len <= NETDEV_VHOST_STD_ROOM)) {
-        struct netdev_vhost_cache *cache = cache_;
+        struct netdev_vhost_cache *cache = ctx->cache;
         if (OVS_LIKELY(cache->n)) {
             b = cache->pkts[--cache->n];
         }
@@ -1571,7 +1579,7 @@ netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
         if (headroom + room > UINT16_MAX) {
             room = len;
             if (room > UINT16_MAX) {
-                return false;
+                goto fail;
             }
             headroom = MIN(headroom, UINT16_MAX - room);
         }
@@ -1589,7 +1597,7 @@ netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
     } else {
         b = malloc(sizeof *b + headroom + room);
         if (OVS_UNLIKELY(!b)) {
-            return false;
+            goto fail;
         }
         dp_packet_use_stub(b, b + 1, headroom + room);
         dp_packet_reserve(b, headroom);
@@ -1598,12 +1606,21 @@ netdev_vhost_pkt_alloc(void *cache_, struct vhost_pkt *pkt, uint32_t len)
     pkt->size = room;
     pkt->handle = b;
     return true;
+
+fail:
+    sw_add(&ctx->dev->sw.rx_alloc_failures, 1);
+    COVERAGE_INC(vhost_rx_alloc_fail);
+    VLOG_WARN_RL(&rl, "%s: no memory for a %"PRIu32"-byte packet",
+                 netdev_get_name(&ctx->dev->up), len);
+    return false;
 }
 
 static void
-netdev_vhost_pkt_free(void *cache, struct vhost_pkt *pkt)
+netdev_vhost_pkt_free(void *ctx_, struct vhost_pkt *pkt)
 {
-    netdev_vhost_recycle(cache, pkt->handle);
+    const struct netdev_vhost_rx_ctx *ctx = ctx_;
+
+    netdev_vhost_recycle(ctx->cache, pkt->handle);
     pkt->handle = NULL;
     pkt->data = NULL;
 }
@@ -1680,10 +1697,14 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
+    struct netdev_vhost_rx_ctx ctx = {
+        .cache = netdev_vhost_cache_get(),
+        .dev = dev,
+    };
     const struct vhost_pkt_alloc alloc = {
         .alloc = netdev_vhost_pkt_alloc,
         .free = netdev_vhost_pkt_free,
-        .aux = netdev_vhost_cache_get(),
+        .aux = &ctx,
     };
     /* Standard buffers in every slot, in one tight loop, rather than one
      * allocator call per packet from inside the burst: the engine keeps
@@ -1761,9 +1782,11 @@ netdev_vhost_rxq_destruct(struct netdev_rxq *rxq_)
 {
     struct netdev_rxq_vhost *rxq = netdev_rxq_vhost_cast(rxq_);
 
+    struct netdev_vhost_rx_ctx ctx = { .cache = netdev_vhost_cache_get() };
+
     for (int i = 0; i < NETDEV_MAX_BURST; i++) {
         if (rxq->pkts[i].data) {
-            netdev_vhost_pkt_free(netdev_vhost_cache_get(), &rxq->pkts[i]);
+            netdev_vhost_pkt_free(&ctx, &rxq->pkts[i]);
         }
     }
 }
