@@ -63,6 +63,9 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
             return NULL;
         }
         virtq_init(vq, index);
+        if (dev->name) {
+            vq->name = dev->name;
+        }
         virtq_configure(vq, dev->features);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);

@@ -49,9 +49,9 @@ virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
     vq->broken = true;
     vq->stats.broken = true;
     vq->stats.drops[reason]++;
-    vhost_log_rl(&vq->rl, VHOST_LOG_ERR, "vring %u: guest says "
+    vhost_log_rl(&vq->rl, VHOST_LOG_ERR, "%s: vring %u: guest says "
                  "index %u is available, %u ahead of %u with %u entries; "
-                 "queue stopped", vq->index, avail_idx,
+                 "queue stopped", vq->name, vq->index, avail_idx,
                  (uint16_t) (avail_idx - vq->last_avail_idx),
                  vq->last_avail_idx, vq->size);
 }

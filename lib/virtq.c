@@ -21,6 +21,7 @@ virtq_init(struct virtq *vq, unsigned int index)
 {
     memset(vq, 0, sizeof *vq);
     atomic_init(&vq->locked, false);
+    vq->name = "?";
     vq->index = index;
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
     vq->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
@@ -157,9 +158,9 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
         uint16_t used_idx = __atomic_load_n(&((uint16_t *) used)[1],
                                             __ATOMIC_ACQUIRE);
         if (used_idx != vq->last_used_idx) {
-            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: used index "
-                         "%u differs from the base %u; resuming from the "
-                         "used index", vq->index, used_idx,
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: used "
+                         "index %u differs from the base %u; resuming from "
+                         "the used index", vq->name, vq->index, used_idx,
                          vq->last_used_idx);
             vq->last_used_idx = vq->last_avail_idx = used_idx;
         }

@@ -70,6 +70,7 @@ struct virtq {
     atomic_bool locked;
 
     /* Control plane: set up by messages. */
+    const char *name;           /* The port's name, for log messages. */
     unsigned int index;         /* Queue index in the device. */
     uint16_t size;              /* SET_VRING_NUM; 0 until set. */
     bool packed;                /* Ring layout, from negotiated features. */
@@ -170,8 +171,8 @@ static inline void
 virtq_drop(struct virtq *vq, enum vhost_drop_reason reason)
 {
     vq->stats.drops[reason]++;
-    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "vring %u: dropping a "
-                 "descriptor chain: %s", vq->index,
+    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: dropping a "
+                 "descriptor chain: %s", vq->name, vq->index,
                  vhost_drop_reason_to_string(reason));
 }
 
