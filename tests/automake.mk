@@ -12,12 +12,15 @@ TESTSUITE_AT = \
 	tests/engine.at \
 	tests/datapath.at \
 	tests/packed.at \
+	tests/fuzz.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/configure.at
 
+include tests/fuzz/automake.mk
+
 TESTSUITE = $(srcdir)/tests/testsuite
-AUTOTEST_PATH = utilities:tests
+AUTOTEST_PATH = utilities:tests:tests/fuzz
 AUTOM4TE = autom4te
 AUTOTEST = $(AUTOM4TE) -l autotest
 
