@@ -13,6 +13,7 @@ TESTSUITE_AT = \
 	tests/datapath.at \
 	tests/packed.at \
 	tests/fuzz.at \
+	tests/adversarial.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/configure.at
@@ -38,6 +39,7 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 # test modules (guest-mem, the message reader) below the public API.
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
+	tests/test-adversarial.c \
 	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \
