@@ -51,6 +51,19 @@ tests_test_engine_SOURCES = \
 	tests/test-vhost-user.c
 tests_test_engine_LDADD = lib/libovs-vhost-core.la
 
+# `make soak`: SOAK_TIME seconds (default 60) of traffic between two ports
+# while their frontends disconnect and come back every 2 s (the "soak"
+# test of tests/test-adversarial.c).  Meant for the ASan build, where a
+# sanitizer report ends it; ASan's quarantine is capped so that the
+# resident-set bound means something.
+SOAK_TIME = 60
+soak: tests/test-engine
+	SOAK_TIME='$(SOAK_TIME)' \
+	ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:quarantine_size_mb=16}" \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+	  tests/test-engine soak
+.PHONY: soak
+
 $(srcdir)/tests/package.m4: $(top_srcdir)/configure.ac
 	$(AM_V_GEN):;{ \
 	  echo '# Signature of the current package.' && \
