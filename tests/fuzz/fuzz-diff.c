@@ -53,9 +53,12 @@ struct fuzz_diff_chain {
     bool write[FUZZ_DIFF_MAX_DESCS];
 };
 
+/* Lays the chains out in the split ring and stores each chain's head in
+ * 'heads'. */
 static void
 fuzz_diff_layout_split__(struct fuzz_mem *fm,
-                         const struct fuzz_diff_chain *chains, unsigned int n)
+                         const struct fuzz_diff_chain *chains, unsigned int n,
+                         unsigned int *heads)
 {
     struct vring_desc *desc = fuzz_mem_va(fm, FUZZ_RING_DESC_GPA,
                                           16 * FUZZ_DIFF_SIZE);
@@ -71,6 +74,7 @@ fuzz_diff_layout_split__(struct fuzz_mem *fm,
         uint16_t first = ch->indirect ? 0 : next;
 
         avail->ring[c] = next;
+        heads[c] = next;
         for (unsigned int i = 0; i < ch->n; i++) {
             d[i] = (struct vring_desc) {
                 .addr = ch->gpa[i], .len = ch->len[i],
@@ -92,13 +96,11 @@ fuzz_diff_layout_split__(struct fuzz_mem *fm,
 }
 
 /* Lays the chains out in the packed ring from position 0 with wrap
- * counter 1, and stores where each chain starts in 'starts': the device
- * writes a chain's used descriptor there (§2.8.7: it skips as many
- * positions as the chain took). */
+ * counter 1, buffer id = chain number. */
 static void
 fuzz_diff_layout_packed__(struct fuzz_mem *fm,
                           const struct fuzz_diff_chain *chains,
-                          unsigned int n, unsigned int *starts)
+                          unsigned int n)
 {
     struct vring_packed_desc *ring = fuzz_mem_va(fm, FUZZ_DIFF_PACKED_GPA,
                                                  16 * FUZZ_DIFF_SIZE);
@@ -109,7 +111,6 @@ fuzz_diff_layout_packed__(struct fuzz_mem *fm,
         const struct fuzz_diff_chain *ch = &chains[c];
         uint64_t table = FUZZ_DIFF_PACKED_IND_GPA + 64 * c;
 
-        starts[c] = pos;
         if (ch->indirect) {
             struct vring_packed_desc *t = fuzz_mem_va(fm, table, 64);
 
@@ -157,19 +158,40 @@ fuzz_diff_snapshot__(struct fuzz_mem *fm, uint8_t *buf, bool restore)
     return at;
 }
 
-/* The lengths of the first 'n' used entries, in order. */
+/* The first 'n' used entries, in order, as (chain number, length):
+ * 'starts' maps a split head or a packed ring position to its chain.
+ * The order is the device's: a dropped chain may be returned before the
+ * chains of the packet around it.  Packed (§2.8.7): each used descriptor
+ * goes where the previous one's chain ended. */
 static void
-fuzz_diff_used_lens__(const struct virtq *vq, const unsigned int *starts,
-                      uint32_t *lens, unsigned int n)
+fuzz_diff_used__(const struct virtq *vq, const unsigned int *heads,
+                 const struct fuzz_diff_chain *chains, unsigned int n_chains,
+                 uint32_t *out, unsigned int n)
 {
+    unsigned int pos = 0;
+
     for (unsigned int i = 0; i < n; i++) {
+        uint32_t id, len;
+
         if (vq->packed) {
             const struct vring_packed_desc *d = vq->desc;
-            lens[i] = d[starts[i]].len;
+            id = d[pos].id;
+            len = d[pos].len;
+            FUZZ_CHECK(id < n_chains);
+            pos += chains[id].indirect ? 1 : chains[id].n;
         } else {
             const struct vring_used *u = vq->used;
-            lens[i] = u->ring[i].len;
+            unsigned int c;
+
+            for (c = 0; c < n_chains && heads[c] != u->ring[i].id; c++) {
+                continue;
+            }
+            FUZZ_CHECK(c < n_chains);
+            id = c;
+            len = u->ring[i].len;
         }
+        out[2 * i] = id;
+        out[2 * i + 1] = len;
     }
 }
 
@@ -201,7 +223,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint8_t before[0x40000], after[0x40000];
     struct fuzz_input in = FUZZ_INPUT_INIT(data, size);
     struct fuzz_diff_chain chains[FUZZ_DIFF_MAX_CHAINS];
-    unsigned int starts[FUZZ_DIFF_MAX_CHAINS];
+    unsigned int heads[FUZZ_DIFF_MAX_CHAINS];
     struct virtq split, packed;
     struct fuzz_mem fm;
 
@@ -252,8 +274,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bits &= ~(FUZZ_RING_F_LOG | FUZZ_RING_F_IN_ORDER);
     fuzz_mem_build(&fm, layout);
     fuzz_mem_fill(&fm, FUZZ_DIFF_BUF_GPA, &in);
-    fuzz_diff_layout_split__(&fm, chains, n);
-    fuzz_diff_layout_packed__(&fm, chains, n, starts);
+    fuzz_diff_layout_split__(&fm, chains, n, heads);
+    fuzz_diff_layout_packed__(&fm, chains, n);
     FUZZ_CHECK(fuzz_ring_vq_init(&split, &fm, fuzz_ring_features(bits, false),
                                  FUZZ_DIFF_SIZE, 0, FUZZ_RING_DESC_GPA,
                                  FUZZ_RING_AVAIL_GPA, FUZZ_RING_USED_GPA));
@@ -280,7 +302,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_ring_free_pkts(ps, VHOST_MAX_BURST);
         fuzz_ring_free_pkts(pp, VHOST_MAX_BURST);
     } else {
-        uint32_t ls[FUZZ_DIFF_MAX_CHAINS], lp[FUZZ_DIFF_MAX_CHAINS];
+        uint32_t ls[2 * FUZZ_DIFF_MAX_CHAINS], lp[2 * FUZZ_DIFF_MAX_CHAINS];
 
         size_t len = fuzz_diff_snapshot__(&fm, before, false);
         unsigned int ns = fuzz_ring_enqueue(&split, &ctx, enq_arg % 8 + 1,
@@ -293,12 +315,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_diff_snapshot__(&fm, before, false);
         FUZZ_CHECK(!memcmp(before, after, len));
 
-        /* Used entries: as many, with the same lengths, in order. */
+        /* Used entries: as many, for the same chains in the same order,
+         * with the same lengths. */
         unsigned int used = ((const struct vring_used *) split.used)->idx;
         FUZZ_CHECK(used <= n);
-        fuzz_diff_used_lens__(&split, starts, ls, used);
-        fuzz_diff_used_lens__(&packed, starts, lp, used);
-        FUZZ_CHECK(!memcmp(ls, lp, used * sizeof ls[0]));
+        fuzz_diff_used__(&split, heads, chains, n, ls, used);
+        fuzz_diff_used__(&packed, heads, chains, n, lp, used);
+        if (getenv("FUZZ_VERBOSE")) {
+            for (unsigned int i = 0; i < used; i++) {
+                fprintf(stderr, "used %u: split chain %"PRIu32" len %"PRIu32
+                        ", packed chain %"PRIu32" len %"PRIu32"\n", i,
+                        ls[2 * i], ls[2 * i + 1], lp[2 * i], lp[2 * i + 1]);
+            }
+        }
+        FUZZ_CHECK(!memcmp(ls, lp, 2 * used * sizeof ls[0]));
     }
     fuzz_diff_check_drops__(&split, &packed);
     FUZZ_CHECK(split.stats.packets == packed.stats.packets);
