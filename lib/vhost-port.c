@@ -65,8 +65,9 @@ struct vhost_port {
     bool out_pending;
 
     /* Armed when a message has started to arrive, or a reply waits for
-     * the frontend to read it, and not re-armed as more bytes trickle in:
-     * a frontend gets 'msg_timeout_ms' per message, however it paces it. */
+     * the frontend to read it; stopped when that message is complete or
+     * that reply sent, and not re-armed as more bytes trickle in: a
+     * frontend gets 'msg_timeout_ms' per message, however it paces it. */
     struct vhost_engine_timer msg_timer;
     bool msg_timer_armed;
 
@@ -227,6 +228,15 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
     vhost_port_start_conn__(port, fd);
 }
 
+static void
+vhost_port_stop_msg_timer__(struct vhost_port *port)
+{
+    if (port->msg_timer_armed) {
+        vhost_engine_timer_cancel(&port->msg_timer);
+        port->msg_timer_armed = false;
+    }
+}
+
 /* Sends 'port->out' from where it stands.  Returns true if the connection
  * may go on reading: the reply is out, or it waits for output. */
 static bool
@@ -237,6 +247,7 @@ vhost_port_send_reply__(struct vhost_port *port)
                                     &port->out_sent);
     if (!error) {
         if (port->out_pending) {
+            vhost_port_stop_msg_timer__(port);
             port->out_pending = false;
             vhost_engine_watch_set_output(port->engine, &port->conn_watch,
                                           false);
@@ -332,6 +343,9 @@ vhost_port_conn_run__(struct vhost_port *port)
             return;
 
         case VHOST_USER_READ_MSG: {
+            /* The frontend finished its message: the next one gets a
+             * timeout of its own. */
+            vhost_port_stop_msg_timer__(port);
             enum vhost_user_verdict verdict
                 = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
             dev->counters.fds_closed += vhost_user_msg_release(&port->reader);

@@ -32,10 +32,11 @@ for t in "$@"; do
   done
   start=$(date +%s)
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: ASan's
-  # shadow and quarantine stay well under it; -error_exitcode: any finding.
+  # shadow and quarantine stay well under it; -error_exitcode: any finding;
+  # -print_funcs=0: no symbolizer (and its pipes) for NEW_FUNC lines.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
   "$bin/fuzz-$t" -max_total_time="$time" -timeout=10 -rss_limit_mb=4096 \
-    -error_exitcode=77 -artifact_prefix="$out/findings/$t-" \
+    -error_exitcode=77 -print_funcs=0 -artifact_prefix="$out/findings/$t-" \
     -print_final_stats=1 "$work" >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
