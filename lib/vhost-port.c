@@ -40,6 +40,7 @@ struct vhost_port {
     enum vhost_port_mode mode;
     unsigned int reconnect_min_ms;
     unsigned int reconnect_max_ms;
+    unsigned int msg_timeout_ms;
 
     /* Server mode. */
     int listen_fd;
@@ -63,12 +64,20 @@ struct vhost_port {
     size_t out_sent;
     bool out_pending;
 
+    /* Armed when a message has started to arrive, or a reply waits for
+     * the frontend to read it; stopped when that message is complete or
+     * that reply sent, and not re-armed as more bytes trickle in: a
+     * frontend gets 'msg_timeout_ms' per message, however it paces it. */
+    struct vhost_engine_timer msg_timer;
+    bool msg_timer_armed;
+
     struct vhost_dev dev;
 };
 
 static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_conn_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_reconnect_cb__(struct vhost_engine_timer *);
+static void vhost_port_msg_timeout_cb__(struct vhost_engine_timer *);
 
 struct vhost_port *
 vhost_port_from_node(struct ovs_list *node)
@@ -172,6 +181,8 @@ vhost_port_disconnect__(struct vhost_port *port, bool destroying)
         return;
     }
     port->dev.counters.fds_closed += vhost_user_msg_release(&port->reader);
+    vhost_engine_timer_cancel(&port->msg_timer);
+    port->msg_timer_armed = false;
     vhost_engine_watch_del(port->engine, &port->conn_watch);
     close(port->conn_fd);
     port->conn_fd = -1;
@@ -217,6 +228,15 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
     vhost_port_start_conn__(port, fd);
 }
 
+static void
+vhost_port_stop_msg_timer__(struct vhost_port *port)
+{
+    if (port->msg_timer_armed) {
+        vhost_engine_timer_cancel(&port->msg_timer);
+        port->msg_timer_armed = false;
+    }
+}
+
 /* Sends 'port->out' from where it stands.  Returns true if the connection
  * may go on reading: the reply is out, or it waits for output. */
 static bool
@@ -227,6 +247,7 @@ vhost_port_send_reply__(struct vhost_port *port)
                                     &port->out_sent);
     if (!error) {
         if (port->out_pending) {
+            vhost_port_stop_msg_timer__(port);
             port->out_pending = false;
             vhost_engine_watch_set_output(port->engine, &port->conn_watch,
                                           false);
@@ -252,11 +273,59 @@ vhost_port_send_reply__(struct vhost_port *port)
     return false;
 }
 
+/* Arms the message timer when the frontend owes us the rest of a message
+ * or has not read a reply, and disarms it when it owes nothing. */
+static void
+vhost_port_update_msg_timer__(struct vhost_port *port)
+{
+    bool owed = port->conn_fd >= 0
+                && (port->reader.have > 0 || port->out_pending);
+
+    if (owed && !port->msg_timer_armed) {
+        vhost_engine_timer_arm(port->engine, &port->msg_timer,
+                               port->msg_timeout_ms);
+        port->msg_timer_armed = true;
+    } else if (!owed && port->msg_timer_armed) {
+        vhost_engine_timer_cancel(&port->msg_timer);
+        port->msg_timer_armed = false;
+    }
+}
+
+static void
+vhost_port_msg_timeout_cb__(struct vhost_engine_timer *timer)
+{
+    struct vhost_port *port = CONTAINER_OF(timer, struct vhost_port,
+                                           msg_timer);
+
+    port->msg_timer_armed = false;
+    if (port->conn_fd < 0) {
+        return;
+    }
+    port->dev.counters.msg_timeouts++;
+    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: frontend %s for %u "
+                     "ms; disconnecting", port->name,
+                     port->out_pending ? "left a reply unread"
+                     : "left a message half-written", port->msg_timeout_ms);
+    vhost_port_disconnect__(port, false);
+}
+
+static void vhost_port_conn_run__(struct vhost_port *);
+
 static void
 vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
 {
     struct vhost_port *port = CONTAINER_OF(watch, struct vhost_port,
                                            conn_watch);
+
+    vhost_port_conn_run__(port);
+    vhost_port_update_msg_timer__(port);
+}
+
+/* Handles what the frontend sent, up to VHOST_PORT_MAX_MSGS_PER_RUN
+ * messages. */
+static void
+vhost_port_conn_run__(struct vhost_port *port)
+{
     struct vhost_dev *dev = &port->dev;
 
     if (port->out_pending
@@ -274,6 +343,9 @@ vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
             return;
 
         case VHOST_USER_READ_MSG: {
+            /* The frontend finished its message: the next one gets a
+             * timeout of its own. */
+            vhost_port_stop_msg_timer__(port);
             enum vhost_user_verdict verdict
                 = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
             dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
@@ -380,6 +452,9 @@ vhost_port_create(struct vhost_engine *engine,
     port->reconnect_min_ms = MAX(opts->reconnect_min_ms, 1);
     port->reconnect_max_ms = MAX(opts->reconnect_max_ms,
                                  port->reconnect_min_ms);
+    port->msg_timeout_ms = opts->msg_timeout_ms ? opts->msg_timeout_ms
+                                                : VHOST_PORT_MSG_TIMEOUT_MS;
+    vhost_engine_timer_init(&port->msg_timer, vhost_port_msg_timeout_cb__);
     port->backoff_ms = port->reconnect_min_ms;
     port->connect_rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(2, 1);
     port->listen_fd = -1;

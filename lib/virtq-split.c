@@ -105,6 +105,7 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
     uint32_t visited = 0;
     uint64_t total = 0;
     void *copy = NULL;
+    bool in_table = false;      /* Walking an indirect table. */
     int reason = -1;
 
     for (;;) {
@@ -121,10 +122,14 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
 
         struct vring_desc d = virtq_split_read_desc__(table, i);
         if (OVS_UNLIKELY(d.flags & VRING_DESC_F_INDIRECT)) {
-            if (copy || table != vq->desc) {
+            /* Not "table != vq->desc": a guest may point an indirect
+             * descriptor at the descriptor table itself, which then
+             * started over from entry 0 forever. */
+            if (in_table) {
                 reason = VHOST_DROP_BAD_INDIRECT;       /* Nested. */
                 break;
             }
+            in_table = true;
             table = virtq_indirect_table(mem, vq->indirect, vq->size,
                                          d.addr, d.len, d.flags, &copy);
             table_n = d.len / sizeof(struct vring_desc);

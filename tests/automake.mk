@@ -12,13 +12,17 @@ TESTSUITE_AT = \
 	tests/engine.at \
 	tests/datapath.at \
 	tests/packed.at \
+	tests/fuzz.at \
+	tests/adversarial.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
 	tests/configure.at
 
+include tests/fuzz/automake.mk
+
 TESTSUITE = $(srcdir)/tests/testsuite
-AUTOTEST_PATH = utilities:tests
+AUTOTEST_PATH = utilities:tests:tests/fuzz
 AUTOM4TE = autom4te
 AUTOTEST = $(AUTOM4TE) -l autotest
 
@@ -37,6 +41,7 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 # test modules (guest-mem, the message reader) below the public API.
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
+	tests/test-adversarial.c \
 	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \
@@ -47,6 +52,19 @@ tests_test_engine_SOURCES = \
 	tests/test-util.h \
 	tests/test-vhost-user.c
 tests_test_engine_LDADD = lib/libovs-vhost-core.la
+
+# `make soak`: SOAK_TIME seconds (default 60) of traffic between two ports
+# while their frontends disconnect and come back every 2 s (the "soak"
+# test of tests/test-adversarial.c).  Meant for the ASan build, where a
+# sanitizer report ends it; ASan's quarantine is capped so that the
+# resident-set bound means something.
+SOAK_TIME = 60
+soak: tests/test-engine
+	SOAK_TIME='$(SOAK_TIME)' \
+	ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:quarantine_size_mb=16}" \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+	  tests/test-engine soak
+.PHONY: soak
 
 $(srcdir)/tests/package.m4: $(top_srcdir)/configure.ac
 	$(AM_V_GEN):;{ \

@@ -8,7 +8,11 @@
 #      provider and ovs-vswitchd-vhost are built and tested), and runs
 #      `make check`;
 #   3. builds again with clang, AddressSanitizer and UndefinedBehaviorSanitizer,
-#      and runs `make check` there too.
+#      and runs `make check` there too;
+#   4. in that build, runs every libFuzzer target for FUZZ_TIME seconds
+#      (`make fuzz`, default 25 s each) and the soak test for SOAK_TIME
+#      seconds (`make soak`, default 45 s).  Each fuzz target and the soak
+#      count as one test in the summary.
 #
 # Each build lives in its own directory under _build/, so the source tree
 # stays clean.  Extra arguments go to the testsuite (TESTSUITEFLAGS), e.g.
@@ -54,6 +58,37 @@ run_build gcc --enable-Werror CC=gcc --with-ovs-source="$ovs"
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 run_build asan --enable-Werror CC=clang --with-ovs-source="$ovs" \
   CFLAGS="-g -O1 $san" LDFLAGS="$san"
+
+# Short fuzzing and soak, in the sanitizer build: a finding, a sanitizer
+# report, fd growth or RSS growth past its bound fails them.
+extra () {
+  name=$1; shift
+  echo "=== asan: $name"
+  log=$srcdir/_build/asan/$name.log
+  if make -C "$srcdir/_build/asan" "$@" >"$log" 2>&1; then rc=0; else rc=1; fi
+  case $name in
+    fuzz)
+      grep -E '^fuzz ' "$log" || true
+      line=$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+      if [ -z "$line" ]; then
+        tail -50 "$log"; status=1; total_fail=$((total_fail + 1)); return
+      fi
+      set -- $line
+      total_pass=$((total_pass + $2)); total_fail=$((total_fail + $4))
+      [ "$4" -eq 0 ] || status=1 ;;
+    soak)
+      grep -E 'test: soak:|FAIL|ERROR|runtime error' "$log" | tail -20
+      if [ $rc -eq 0 ]; then
+        total_pass=$((total_pass + 1))
+      else
+        tail -50 "$log"; status=1; total_fail=$((total_fail + 1))
+      fi ;;
+  esac
+}
+if [ -z "$TESTSUITEFLAGS" ]; then
+  extra fuzz fuzz FUZZ_TIME="${FUZZ_TIME:-25}"
+  extra soak soak SOAK_TIME="${SOAK_TIME:-45}"
+fi
 
 echo
 echo "tests: $total_pass passed, $total_fail failed, $total_skip skipped"

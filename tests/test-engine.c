@@ -2962,8 +2962,10 @@ extern const struct tu_test tu_datapath_tests[];
 extern const size_t tu_n_datapath_tests;
 extern const struct tu_test tu_packed_tests[];
 extern const size_t tu_n_packed_tests;
+extern const struct tu_test tu_adversarial_tests[];
+extern const size_t tu_n_adversarial_tests;
 
-#define N_TEST_TABLES 5
+#define N_TEST_TABLES 6
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
@@ -2977,6 +2979,8 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
     tables[3] = (struct test_table) { tu_datapath_tests,
                                       tu_n_datapath_tests };
     tables[4] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
+    tables[5] = (struct test_table) { tu_adversarial_tests,
+                                      tu_n_adversarial_tests };
 }
 
 static const struct tu_test *

@@ -162,6 +162,12 @@ struct vhost_port_options {
     unsigned int reconnect_min_ms;
     unsigned int reconnect_max_ms;
 
+    /* A frontend that starts a message and does not finish it, or does
+     * not read a reply, within this many milliseconds is disconnected
+     * (0: VHOST_PORT_MSG_TIMEOUT_MS).  Its connection alone waits
+     * meanwhile; nothing else does. */
+    unsigned int msg_timeout_ms;
+
     const struct vhost_port_callbacks *cb;
     void *aux;
 };
@@ -170,6 +176,8 @@ uint64_t vhost_default_features(void);
 uint64_t vhost_offload_features(void);
 uint64_t vhost_supported_protocol_features(void);
 void vhost_port_options_init(struct vhost_port_options *);
+
+#define VHOST_PORT_MSG_TIMEOUT_MS 5000
 
 int vhost_port_create(struct vhost_engine *, const struct vhost_port_options *,
                       struct vhost_port **portp);
@@ -190,6 +198,8 @@ struct vhost_port_counters {
     uint64_t msgs_bad_header;   /* Bad version or oversized: disconnects. */
     uint64_t fds_closed;        /* Received fds closed, not kept. */
     uint64_t mem_table_updates; /* Memory tables installed. */
+    uint64_t msg_timeouts;      /* Disconnects: a message left half-written
+                                 * or a reply unread (msg_timeout_ms). */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
