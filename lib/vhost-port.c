@@ -28,6 +28,7 @@
 /* Messages handled per wake-up of one connection, so that a frontend that
  * streams messages cannot starve the other ports. */
 #define VHOST_PORT_MAX_MSGS_PER_RUN 64
+#define VHOST_PORT_ACCEPT_RETRY_MS 100
 
 struct vhost_port {
     struct vhost_engine *engine;
@@ -71,12 +72,21 @@ struct vhost_port {
     struct vhost_engine_timer msg_timer;
     bool msg_timer_armed;
 
+    /* Server mode: while the process is out of fds (accept() fails with
+     * EMFILE and the like), the listening socket stays readable; it is
+     * taken off the loop and this timer puts it back, so the loop does not
+     * spin. */
+    struct vhost_engine_timer accept_timer;
+    bool accept_paused;
+
     struct vhost_dev dev;
 };
 
 static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_conn_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_reconnect_cb__(struct vhost_engine_timer *);
+static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
+static void vhost_port_accept_resume_cb__(struct vhost_engine_timer *);
 static void vhost_port_msg_timeout_cb__(struct vhost_engine_timer *);
 
 struct vhost_port *
@@ -209,10 +219,20 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
     int error = vhost_socket_accept(port->listen_fd, &fd);
 
     if (error) {
-        if (error != EAGAIN) {
-            VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: accept failed "
-                             "(%s)", port->name, strerror(error));
+        if (error == EAGAIN || error == EINTR || error == ECONNABORTED) {
+            return;
         }
+        /* Out of fds or memory: the pending connection stays queued and
+         * the socket readable.  Stop watching it for a while rather than
+         * spin. */
+        port->dev.counters.accept_failures++;
+        VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: accept failed "
+                         "(%s); retrying in %d ms", port->name,
+                         strerror(error), VHOST_PORT_ACCEPT_RETRY_MS);
+        vhost_engine_watch_del(port->engine, &port->listen_watch);
+        port->accept_paused = true;
+        vhost_engine_timer_arm(port->engine, &port->accept_timer,
+                               VHOST_PORT_ACCEPT_RETRY_MS);
         return;
     }
     if (port->conn_fd >= 0) {
@@ -226,6 +246,23 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
         return;
     }
     vhost_port_start_conn__(port, fd);
+}
+
+static void
+vhost_port_accept_resume_cb__(struct vhost_engine_timer *timer)
+{
+    struct vhost_port *port = CONTAINER_OF(timer, struct vhost_port,
+                                           accept_timer);
+
+    if (port->accept_paused && port->listen_fd >= 0) {
+        port->accept_paused = false;
+        if (vhost_engine_watch_add(port->engine, &port->listen_watch,
+                                   port->listen_fd, vhost_port_listen_cb__)) {
+            port->accept_paused = true;
+            vhost_engine_timer_arm(port->engine, &port->accept_timer,
+                                   VHOST_PORT_ACCEPT_RETRY_MS);
+        }
+    }
 }
 
 static void
@@ -461,6 +498,8 @@ vhost_port_create(struct vhost_engine *engine,
     port->conn_fd = -1;
     port->listen_watch.fd = port->conn_watch.fd = -1;
     vhost_engine_timer_init(&port->reconnect_timer, vhost_port_reconnect_cb__);
+    vhost_engine_timer_init(&port->accept_timer,
+                            vhost_port_accept_resume_cb__);
     vhost_user_msg_reader_init(&port->reader);
 
     struct vhost_port_options dev_opts = *opts;
@@ -518,8 +557,11 @@ vhost_port_destroy(struct vhost_port *port)
     vhost_engine_lock(engine);
     vhost_port_disconnect__(port, true);
     vhost_engine_timer_cancel(&port->reconnect_timer);
+    vhost_engine_timer_cancel(&port->accept_timer);
     if (port->listen_fd >= 0) {
-        vhost_engine_watch_del(engine, &port->listen_watch);
+        if (!port->accept_paused) {
+            vhost_engine_watch_del(engine, &port->listen_watch);
+        }
         close(port->listen_fd);
         port->listen_fd = -1;
         vhost_socket_unlink(port->path, port->sock_inode);

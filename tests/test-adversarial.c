@@ -23,7 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include "ovs-vhost/vhost.h"
 #include "test-frontend.h"
@@ -589,6 +594,97 @@ test_msg_timeout(void)
     adv_finish(&a);
 }
 
+/* Fd exhaustion: with the process out of fds, a frontend's connection
+ * cannot be accepted.  The listening socket stays readable, and a loop
+ * that kept retrying would spin a CPU; the engine backs off instead,
+ * counts the failures, and accepts the connection once fds are back.
+ * Port B, already connected, goes on working throughout. */
+static int
+adv_max_fd__(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int max = -1;
+
+    TU_CHECK(d != NULL);
+    while ((de = readdir(d))) {
+        int fd = atoi(de->d_name);
+        max = MAX(max, fd);
+    }
+    closedir(d);
+    return max;
+}
+
+static long long
+adv_cpu_ms__(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL
+           + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+static void
+test_fd_exhaustion(void)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct rlimit old, low;
+    int fillers[4096], n_fillers = 0;
+    struct adv a;
+    uint64_t want;
+
+    adv_start(&a, "adv-fds", false, false, 0);
+    tfe_disconnect(a.fe);
+    want = 1;
+    TU_CHECK(tu_wait_port(a.port, adv_disconnected__, &want, TU_TIMEOUT_MS));
+
+    /* The frontend's socket first: it needs an fd too. */
+    int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    TU_CHECK(c >= 0);
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", a.path);
+
+    tu_log("no fd left in the process");
+    TU_CHECK_OK(getrlimit(RLIMIT_NOFILE, &old));
+    low = old;
+    low.rlim_cur = adv_max_fd__() + 1;
+    TU_CHECK_OK(setrlimit(RLIMIT_NOFILE, &low));
+    for (;;) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            TU_CHECK_EQ(errno, EMFILE);
+            break;
+        }
+        TU_CHECK(n_fillers < (int) ARRAY_SIZE(fillers));
+        fillers[n_fillers++] = fd;
+    }
+
+    tu_log("a frontend connects: accept() fails, the loop does not spin");
+    TU_CHECK_OK(connect(c, (struct sockaddr *) &sun, sizeof sun));
+    long long cpu0 = adv_cpu_ms__(), t0 = tu_now_ms();
+    tu_sleep_ms(600);
+    long long cpu = adv_cpu_ms__() - cpu0, wall = tu_now_ms() - t0;
+    uint64_t failures = tu_port_info(a.port).counters.accept_failures;
+    tu_log("  %lld ms of CPU in %lld ms, %"PRIu64" accept failures", cpu,
+           wall, failures);
+    TU_CHECK_CMP(failures, >=, 2);
+    TU_CHECK_CMP(failures, <=, 20);
+    TU_CHECK_CMP(cpu, <, wall / 3);
+    TU_CHECK(!tu_port_info(a.port).connected);
+
+    tu_log("fds come back: the connection is accepted");
+    for (int i = 0; i < n_fillers; i++) {
+        close(fillers[i]);
+    }
+    TU_CHECK_OK(setrlimit(RLIMIT_NOFILE, &old));
+    TU_CHECK(tu_wait_port(a.port, tu_port_connected, NULL, TU_TIMEOUT_MS));
+    adv_check_b(&a);
+    close(c);
+    want = 2;
+    TU_CHECK(tu_wait_port(a.port, adv_disconnected__, &want, TU_TIMEOUT_MS));
+    adv_finish(&a);
+}
+
 /* CVE-2019-3900: a guest that keeps its TX ring full gets at most
  * VHOST_MAX_BURST packets per call, so an embedder that polls queues in
  * turn serves the others between two of its calls.  Each call is also
@@ -861,6 +957,8 @@ const struct tu_test tu_adversarial_tests[] = {
       "replacing messages repeated: no fd, map or memory growth" },
     { "adv-msg-timeout", test_msg_timeout,
       "half-written messages and unread replies time out" },
+    { "adv-fd-exhaustion", test_fd_exhaustion,
+      "out of fds: accept backs off, no spin, recovers" },
     { "adv-busy-queue-split", test_busy_queue_split,
       "split: a full ring gets 64 per call, others are served" },
     { "adv-busy-queue-packed", test_busy_queue_packed,

@@ -190,6 +190,7 @@ struct vhost_port_counters {
     uint64_t disconnects;       /* Connections ended, for any reason. */
     uint64_t connect_failures;  /* Client mode: failed connect attempts. */
     uint64_t extra_conns_refused; /* Server mode: a second frontend. */
+    uint64_t accept_failures;   /* Server mode: accept() failed (no fds). */
     uint64_t msgs;              /* Messages received and dispatched. */
     uint64_t msgs_rejected;     /* Messages refused, for any reason. */
     uint64_t msgs_unknown;      /* ...of which unknown requests. */
