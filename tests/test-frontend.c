@@ -1587,19 +1587,27 @@ uint64_t
 tfe_vq_alloc(struct tfe_vq *vq, uint64_t size, uint64_t align)
 {
     uint64_t off = (vq->arena_next + align - 1) & ~(align - 1);
+    /* Bytes skipped (alignment, or the tail when wrapping) count as in
+     * flight with the allocation: chains complete in the order they took
+     * arena space, so what is in flight is then one circular stretch, and
+     * "in flight + wanted <= size" really means the new bytes are free.
+     * (Counting only the bytes handed out let a larger allocation after a
+     * wrap overlap the oldest buffer still in flight.) */
+    uint64_t skipped = off - vq->arena_next;
 
     if (off > vq->arena_size || size > vq->arena_size - off) {
+        skipped = vq->arena_size - vq->arena_next;
         off = 0;
     }
     if (size > vq->arena_size
-        || vq->arena_inflight + size > vq->arena_size) {
+        || vq->arena_inflight + skipped + size > vq->arena_size) {
         fprintf(stderr, "tfe: vring %"PRIu32" arena of %"PRIu64" bytes is "
                 "full (%"PRIu64" in flight, %"PRIu64" wanted)\n", vq->index,
-                vq->arena_size, vq->arena_inflight, size);
+                vq->arena_size, vq->arena_inflight, skipped + size);
         abort();
     }
     vq->arena_next = off + size;
-    vq->arena_inflight += size;
+    vq->arena_inflight += skipped + size;
     return vq->arena_gpa + off;
 }
 
