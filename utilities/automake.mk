@@ -12,7 +12,8 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-bench.sh \
 	utilities/ovs-vhost-build-ovs.sh \
 	utilities/ovs-vhost-ovs-bench.sh \
-	docs/benchmark.md
+	docs/benchmark.md \
+	docs/benchmark-ovs.md
 
 # `make bench`: ovs-vhost-fwd against DPDK's vhost PMD, with testpmd's
 # virtio-user as the frontend (docs/benchmark.md).  Not a test: it takes a
