@@ -333,6 +333,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_diff_check_drops__(&split, &packed);
     FUZZ_CHECK(split.stats.packets == packed.stats.packets);
     FUZZ_CHECK(split.stats.bytes == packed.stats.bytes);
+    free(split.id_gen);             /* The packed ring's buffer-id table. */
+    free(packed.id_gen);
     fuzz_mem_destroy(&fm);
     return 0;
 }

@@ -371,6 +371,10 @@ fuzz_ring_run(struct fuzz_ring *fr, struct fuzz_input *in)
 void
 fuzz_ring_destroy(struct fuzz_ring *fr)
 {
+    /* The packed ring's buffer-id table (virtq_reset() would also close
+     * the shared call fd). */
+    free(fr->vq.id_gen);
+    fr->vq.id_gen = NULL;
     free(fr->log_buf);
     fuzz_mem_destroy(&fr->fm);
 }
