@@ -563,3 +563,16 @@ vfwd_stop_all () {
         vfwd_stop "$n" "$1"
     done
 }
+
+# tpmd_others_busy: the median number of tasks runnable at once, besides
+# the one sampling, over 10 samples in a second; for benchmarks, taken
+# while nothing of theirs runs.  0 or 1 on an idle machine; more means
+# someone else is using the CPUs and the figures are not to be trusted.
+tpmd_others_busy () {
+    local i=0
+    while [ $i -lt 10 ]; do
+        cut -d' ' -f4 /proc/loadavg
+        sleep 0.1
+        i=$((i + 1))
+    done | awk -F/ '{ print $1 - 1 }' | sort -n | sed -n 5p
+}

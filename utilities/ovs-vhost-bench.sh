@@ -108,19 +108,6 @@ log () { echo "ovs-vhost-bench: $*" >&2; }
 
 now () { date +%s.%N; }
 
-# others_busy: the median number of tasks runnable at once, besides the
-# one sampling, over 10 samples in a second, taken while nothing of ours
-# runs.  0 or 1 on an idle machine; more means someone else is using the
-# CPUs and the figures are not to be trusted.
-others_busy () {
-    local i=0
-    while [ $i -lt 10 ]; do
-        cut -d' ' -f4 /proc/loadavg
-        sleep 0.1
-        i=$((i + 1))
-    done | awk -F/ '{ print $1 - 1 }' | sort -n | sed -n 5p
-}
-
 # fe_rx D: RX-packets of the frontend, summed over its ports, from one
 # "show port stats all".
 fe_rx () {
@@ -146,7 +133,7 @@ run_backend () {
         vdev_ring=,packed_vq=1
     fi
     mkdir -p "$D"
-    busy=$(others_busy)
+    busy=$(tpmd_others_busy)
     [ "$busy" -gt 1 ] &&
         log "  warning: $busy other task(s) runnable before the run: figures may be off"
     case $be in

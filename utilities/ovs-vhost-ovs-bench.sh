@@ -115,25 +115,12 @@ pmd_cpu=$(echo "$cpus" | tr ',' '\n' | awk -F- '
 [ -n "$pmd_cpu" ] || { echo "ovs-vhost-ovs-bench: needs two CPUs" >&2; exit 1; }
 pmd_mask=$(printf '0x%x' $((1 << pmd_cpu)))
 
-# others_busy: the median number of tasks runnable at once, besides the
-# one sampling, over 10 samples in a second, taken while nothing of ours
-# runs.  0 or 1 on an idle machine; more means someone else is using the
-# CPUs and that run's figures are not to be trusted.
-others_busy () {
-    local i=0
-    while [ $i -lt 10 ]; do
-        cut -d' ' -f4 /proc/loadavg
-        sleep 0.1
-        i=$((i + 1))
-    done | awk -F/ '{ print $1 - 1 }' | sort -n | sed -n 5p
-}
-
 # run_switch SWITCH RING REP: one measurement; appends a line to raw.csv.
 run_switch () {
     local sw=$1 ring=$2 rep=$3 vdevopt= log=$out/logs/$1-$2-$3
     [ "$ring" = packed ] && vdevopt=,packed_vq=1
 
-    busy=$(others_busy)
+    busy=$(tpmd_others_busy)
     rm -rf "$O"
     ovs_start_db "$O" || return 1
     ovs_vsctl "$O" set Open_vSwitch . other_config:pmd-cpu-mask="$pmd_mask"
