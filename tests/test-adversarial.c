@@ -594,6 +594,41 @@ test_msg_timeout(void)
     adv_finish(&a);
 }
 
+/* A frontend killed in the middle of a message: SET_MEM_TABLE's header,
+ * part of its payload and an fd arrive, then the connection closes.  The
+ * port goes down cleanly (the fd is closed, nothing is mapped), port B is
+ * unaffected, and the next frontend is served. */
+static void
+test_kill_mid_message(void)
+{
+    struct vhost_user_hdr hdr = { VHOST_USER_SET_MEM_TABLE,
+                                  VHOST_USER_VERSION, 40 };
+    uint8_t buf[sizeof hdr + 20];
+    struct adv a;
+    uint64_t want;
+
+    adv_start(&a, "adv-mid", false, false, 0);
+    memcpy(buf, &hdr, sizeof hdr);
+    memset(buf + sizeof hdr, 0, sizeof buf - sizeof hdr);
+    int fd = eventfd(0, EFD_CLOEXEC);
+    TU_CHECK(fd >= 0);
+    tu_log("32 of SET_MEM_TABLE's 52 bytes and an fd, then the frontend dies");
+    TU_CHECK_OK(tfe_sock_send(a.fe->sock, buf, sizeof buf, &fd, 1,
+                              TU_TIMEOUT_MS));
+    close(fd);
+    tfe_disconnect(a.fe);
+    want = 1;
+    TU_CHECK(tu_wait_port(a.port, adv_disconnected__, &want, TU_TIMEOUT_MS));
+    TU_CHECK_EQ(tu_port_info(a.port).n_mem_regions, 0);
+    adv_check_b(&a);
+
+    tu_log("the next frontend is served");
+    TU_CHECK_OK(tfe_connect(a.fe, a.path));
+    TU_CHECK_OK(tfe_setup_device(a.fe, 1, NULL));
+    TU_CHECK(tu_port_info(a.port).ready);
+    adv_finish(&a);
+}
+
 /* Fd exhaustion: with the process out of fds, a frontend's connection
  * cannot be accepted.  The listening socket stays readable, and a loop
  * that kept retrying would spin a CPU; the engine backs off instead,
@@ -987,6 +1022,8 @@ const struct tu_test tu_adversarial_tests[] = {
       "replacing messages repeated: no fd, map or memory growth" },
     { "adv-msg-timeout", test_msg_timeout,
       "half-written messages and unread replies time out" },
+    { "adv-kill-mid-message", test_kill_mid_message,
+      "a frontend dies mid-message with an fd in flight" },
     { "adv-fd-exhaustion", test_fd_exhaustion,
       "out of fds: accept backs off, no spin, recovers" },
     { "adv-busy-queue-split", test_busy_queue_split,
