@@ -240,7 +240,7 @@ adv_finish(struct adv *a)
     TU_CHECK_EQ(tu_count_maps(TFE_MEM_NAME), 0);
     TU_CHECK_EQ(tu_count_maps(TFE_LOG_NAME), 0);
     TU_CHECK_EQ(tu_count_fds(), a->fds0);
-    TU_CHECK_EQ(tu_count_threads(), a->threads0);
+    TU_CHECK_EQ(tu_threads_settle(a->threads0), a->threads0);
     tu_events_destroy(&a->ev);
     tu_events_destroy(&a->ev_b);
     free(a->path);

@@ -260,7 +260,7 @@ dp_finish(struct dp *dp)
     TU_CHECK_EQ(tu_count_maps(TFE_MEM_NAME), 0);
     TU_CHECK_EQ(tu_count_maps(TFE_LOG_NAME), 0);
     TU_CHECK_EQ(tu_count_fds(), dp->fds0);
-    TU_CHECK_EQ(tu_count_threads(), dp->threads0);
+    TU_CHECK_EQ(tu_threads_settle(dp->threads0), dp->threads0);
     tu_events_destroy(&dp->ev);
     free(dp->path);
 }

@@ -176,7 +176,7 @@ fx_finish(struct fx *fx)
     TU_CHECK_EQ(tu_count_maps(TFE_MEM_NAME), 0);
     TU_CHECK_EQ(tu_count_maps(TFE_LOG_NAME), 0);
     TU_CHECK_EQ(tu_count_fds(), fx->fds0);
-    TU_CHECK_EQ(tu_count_threads(), fx->threads0);
+    TU_CHECK_EQ(tu_threads_settle(fx->threads0), fx->threads0);
     tu_events_destroy(&fx->ev);
     free(fx->path);
 }
@@ -298,14 +298,14 @@ test_lifecycle(void)
 
     tu_log("create and destroy without starting");
     TU_CHECK_OK(vhost_engine_create(&engine));
-    TU_CHECK_EQ(tu_count_threads(), threads0);
+    TU_CHECK_EQ(tu_threads_settle(threads0), threads0);
     vhost_engine_destroy(engine);
     TU_CHECK_EQ(tu_count_fds(), fds0);
 
     tu_log("start creates one thread, stop joins it");
     TU_CHECK_OK(vhost_engine_create(&engine));
     TU_CHECK_OK(vhost_engine_start(engine));
-    TU_CHECK_EQ(tu_count_threads(), threads0 + 1);
+    TU_CHECK_EQ(tu_threads_settle(threads0 + 1), threads0 + 1);
     vhost_port_options_init(&opts);
     TU_CHECK_EQ(opts.features, vhost_default_features());
     TU_CHECK_EQ(opts.protocol_features, vhost_supported_protocol_features());
@@ -316,7 +316,7 @@ test_lifecycle(void)
     TU_CHECK_OK(vhost_port_create(engine, &opts, &port));
     TU_CHECK(!strcmp(vhost_port_get_name(port), path));
     vhost_engine_stop(engine);
-    TU_CHECK_EQ(tu_count_threads(), threads0);
+    TU_CHECK_EQ(tu_threads_settle(threads0), threads0);
 
     tu_log("a port without a path is refused");
     {
@@ -352,7 +352,7 @@ test_lifecycle(void)
     TU_CHECK_OK(vhost_engine_start(engine));
     vhost_port_destroy(port);
     vhost_engine_destroy(engine);
-    TU_CHECK_EQ(tu_count_threads(), threads0);
+    TU_CHECK_EQ(tu_threads_settle(threads0), threads0);
     TU_CHECK_EQ(tu_count_fds(), fds0);
     free(path);
 
@@ -2471,7 +2471,7 @@ test_many_ports(void)
         }
     }
     tu_log("the thread count did not grow with ports");
-    TU_CHECK_EQ(tu_count_threads(), threads1);
+    TU_CHECK_EQ(tu_threads_settle(threads1), threads1);
 
     tu_log("frontends on ports 0, 1, 150 and %d become ready", N - 1);
     for (size_t k = 0; k < ARRAY_SIZE(picks); k++) {
@@ -2485,7 +2485,7 @@ test_many_ports(void)
         TU_CHECK_OK(tfe_sync(fes[k]));
     }
     TU_CHECK(!tu_port_info(ports[2]).connected);
-    TU_CHECK_EQ(tu_count_threads(), threads1);
+    TU_CHECK_EQ(tu_threads_settle(threads1), threads1);
 
     tu_log("destroying every port, frontends still connected");
     for (int i = 0; i < N; i++) {
@@ -2507,7 +2507,7 @@ test_many_ports(void)
     TU_CHECK_EQ(tu_count_maps(TFE_MEM_NAME), 0);
     vhost_engine_destroy(engine);
     TU_CHECK_EQ(tu_count_fds(), fds0);
-    TU_CHECK_EQ(tu_count_threads(), threads0);
+    TU_CHECK_EQ(tu_threads_settle(threads0), threads0);
     for (size_t k = 0; k < ARRAY_SIZE(picks); k++) {
         tu_events_destroy(&ev[k]);
     }
@@ -2748,7 +2748,7 @@ test_embedder_loop(void)
     copts.reconnect_min_ms = 10;
     copts.reconnect_max_ms = 40;
     TU_CHECK_OK(vhost_port_create(fx.engine, &copts, &client));
-    TU_CHECK_EQ(tu_count_threads(), fx.threads0);
+    TU_CHECK_EQ(tu_threads_settle(fx.threads0), fx.threads0);
     efd = vhost_engine_get_fd(fx.engine);
     TU_CHECK_CMP(efd, >=, 0);
 

@@ -274,7 +274,7 @@ pk_finish(struct pk *pk)
     vhost_port_destroy(pk->port);
     vhost_engine_destroy(pk->engine);
     TU_CHECK_EQ(tu_count_fds(), pk->fds0);
-    TU_CHECK_EQ(tu_count_threads(), pk->threads0);
+    TU_CHECK_EQ(tu_threads_settle(pk->threads0), pk->threads0);
     tu_events_destroy(&pk->ev);
     free(pk->path);
 }

@@ -125,6 +125,22 @@ tu_count_threads(void)
     return count_dir_entries("/proc/self/task");
 }
 
+/* Returns the number of threads once it is 'expected', or after 2 s.  A
+ * joined thread can still be listed in /proc/self/task for a moment (the
+ * kernel wakes the joiner before it reaps the task), so a check right
+ * after pthread_join() would be flaky under load. */
+int
+tu_threads_settle(int expected)
+{
+    int n = tu_count_threads();
+
+    for (int i = 0; n != expected && i < 400; i++) {
+        tu_sleep_ms(5);
+        n = tu_count_threads();
+    }
+    return n;
+}
+
 /* Returns the number of lines in /proc/self/maps that contain 'substr'.  A
  * memfd mapping's line names the memfd ("/memfd:tfe-guest (deleted)"). */
 int

@@ -113,6 +113,7 @@ const char *tu_strerror(long long error);
 int tu_count_fds(void);                 /* Entries in /proc/self/fd. */
 int tu_count_maps(const char *substr);  /* Lines of /proc/self/maps. */
 int tu_count_threads(void);             /* Entries in /proc/self/task. */
+int tu_threads_settle(int expected);    /* The same, once it is 'expected'. */
 void tu_dump_fds(void);
 
 /* Polling. */
