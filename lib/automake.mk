@@ -43,9 +43,33 @@ lib_libovs_vhost_core_la_SOURCES = \
 lib_LTLIBRARIES += lib/libovs-vhost.la
 lib_libovs_vhost_la_SOURCES =
 lib_libovs_vhost_la_LIBADD = lib/libovs-vhost-core.la
+# Exports exactly the functions include/ovs-vhost/vhost.h declares, listed
+# in lib/libovs-vhost.sym: the engine's internal modules share the vhost_
+# prefix, and a prefix regex would make them part of the soname's ABI (and
+# of debian/libovs-vhost0.symbols).  `make check-exports` (part of `make
+# check`) fails when the list and the header drift apart.
 lib_libovs_vhost_la_LDFLAGS = -version-info 0:0:0 \
-	-export-symbols-regex '^vhost_'
+	-export-symbols $(srcdir)/lib/libovs-vhost.sym
+EXTRA_lib_libovs_vhost_la_DEPENDENCIES = lib/libovs-vhost.sym
+
+check-exports: lib/libovs-vhost.la
+	@LC_ALL=C; export LC_ALL; \
+	grep -oE '\bvhost_[a-z0-9_]+ *\(' $(srcdir)/include/ovs-vhost/vhost.h \
+	  | sed 's/ *($$//' | grep -vx 'vhost_log_handler' | sort -u > check-exports.h; \
+	sort -u $(srcdir)/lib/libovs-vhost.sym > check-exports.sym; \
+	$(NM) -D --defined-only lib/.libs/libovs-vhost.so \
+	  | awk '$$2 == "T" { print $$3 }' | sort -u > check-exports.so; \
+	fail=0; \
+	if ! cmp -s check-exports.h check-exports.sym; then \
+	  echo "lib/libovs-vhost.sym differs from the header's functions:"; \
+	  diff check-exports.h check-exports.sym; fail=1; fi; \
+	if ! cmp -s check-exports.sym check-exports.so; then \
+	  echo "libovs-vhost.so exports differ from lib/libovs-vhost.sym:"; \
+	  diff check-exports.sym check-exports.so; fail=1; fi; \
+	rm -f check-exports.h check-exports.sym check-exports.so; exit $$fail
+check-local: check-exports
+.PHONY: check-exports
 
 pkginclude_HEADERS += include/ovs-vhost/vhost.h
 pkgconfig_DATA += lib/libovs-vhost.pc
-EXTRA_DIST += lib/libovs-vhost.pc.in
+EXTRA_DIST += lib/libovs-vhost.pc.in lib/libovs-vhost.sym
