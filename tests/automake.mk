@@ -34,7 +34,8 @@ EXTRA_DIST += \
 	tests/run-testsuite.sh \
 	tests/testpmd-lib.sh \
 	tests/ovs-lib.sh \
-	tests/check-all.sh
+	tests/check-all.sh \
+	tests/package-test.sh
 DISTCLEANFILES += tests/atconfig tests/atlocal
 
 # The test drivers link the engine's internal objects directly, so they can

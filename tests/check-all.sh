@@ -12,7 +12,16 @@
 #   4. in that build, runs every libFuzzer target for FUZZ_TIME seconds
 #      (`make fuzz`, default 25 s each) and the soak test for SOAK_TIME
 #      seconds (`make soak`, default 45 s).  Each fuzz target and the soak
-#      count as one test in the summary.
+#      count as one test in the summary;
+#   5. the package test (tests/package-test.sh): builds the .deb from the
+#      release tarball, installs it beside Debian's Open vSwitch, switches
+#      the ovs-vswitchd alternative, runs traffic, removes it again;
+#   6. `make distcheck` on the gcc build: the tarball builds, against the
+#      same Open vSwitch, and its testsuite passes.
+#
+# Steps 5 and 6 count as one test each in the summary (passed, failed, or
+# skipped when the package test cannot run here); CHECK_ALL_PACKAGES=no
+# leaves them out.
 #
 # Each build lives in its own directory under _build/, so the source tree
 # stays clean.  Extra arguments go to the testsuite (TESTSUITEFLAGS), e.g.
@@ -88,6 +97,30 @@ extra () {
 if [ -z "$TESTSUITEFLAGS" ]; then
   extra fuzz fuzz FUZZ_TIME="${FUZZ_TIME:-25}"
   extra soak soak SOAK_TIME="${SOAK_TIME:-45}"
+fi
+
+# run_step NAME COMMAND...: one more counted test; exit status 77 means
+# skipped.  The output goes to _build/NAME.log, shown on failure.
+run_step () {
+  name=$1; shift
+  log=$srcdir/_build/$name.log
+  echo "=== $name"
+  start=$(date +%s)
+  if "$@" >"$log" 2>&1; then rc=0; else rc=$?; fi
+  secs=$(( $(date +%s) - start ))
+  case $rc in
+  0)  total_pass=$((total_pass + 1)); result=ok ;;
+  77) total_skip=$((total_skip + 1)); result="skipped: $(grep 'SKIP' "$log" | tail -1)" ;;
+  *)  total_fail=$((total_fail + 1)); status=1; result=FAILED
+      tail -80 "$log" ;;
+  esac
+  grep "^$name: " "$log" | sed 's/^/  /' || true
+  echo "=== $name: $result ($secs s, log in $log)"
+}
+
+if [ "${CHECK_ALL_PACKAGES:-yes}" != no ]; then
+  run_step package-test "$srcdir/tests/package-test.sh" "$srcdir/_build/gcc"
+  run_step distcheck make -C "$srcdir/_build/gcc" -j"$jobs" distcheck
 fi
 
 echo

@@ -4,11 +4,17 @@
 set -e
 
 # openvswitch-source, libssl-dev, libcap-ng-dev: Open vSwitch 3.1, built
-# once by ovs-vhost-build-ovs.sh for the OVS provider; iputils-ping for the
-# OVS tests' pings between namespaces.
+# once by ovs-vhost-build-ovs.sh for the OVS provider (with the libraries
+# Debian's openvswitch-switch is built with: unbound, libxdp/libbpf, numa);
+# iputils-ping for the OVS tests' pings between namespaces; dpkg-dev,
+# debhelper, lintian, man-db and groff-base for the package test
+# (tests/package-test.sh, which installs openvswitch-switch itself if it is
+# missing) and the man pages' check.
 pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
       libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3
-      openvswitch-source libssl-dev libcap-ng-dev iputils-ping"
+      openvswitch-source libssl-dev libcap-ng-dev iputils-ping
+      libunbound-dev libxdp-dev libbpf-dev libnuma-dev
+      dpkg-dev debhelper lintian man-db groff-base"
 
 missing=
 for p in $pkgs; do
