@@ -796,8 +796,12 @@ static uint64_t
 netdev_vhost_features(bool tso)
 {
     /* The defaults include the packed ring, for frontends that ask for it
-     * (QEMU's packed=on, virtio-user's packed_vq=1), as OVS-DPDK offers. */
-    uint64_t features = vhost_default_features();
+     * (QEMU's packed=on, virtio-user's packed_vq=1), as OVS-DPDK offers.
+     * VIRTIO_F_IN_ORDER (35) too, as DPDK's vhost library offers it: the
+     * engine then writes one used entry per dequeue burst, and frontends
+     * that take it (virtio-user does by default) run their in-order
+     * paths. */
+    uint64_t features = vhost_default_features() | (UINT64_C(1) << 35);
 
     if (tso) {
         features |= vhost_offload_features();
