@@ -1989,8 +1989,6 @@ netdev_vhost_send(struct netdev *netdev, int qid,
 
 #define NETDEV_VHOST_CLASS_COMMON                       \
     .is_pmd = true,                                     \
-    .run = netdev_vhost_run,                            \
-    .wait = netdev_vhost_wait,                          \
     .alloc = netdev_vhost_alloc,                        \
     .destruct = netdev_vhost_destruct,                  \
     .dealloc = netdev_vhost_dealloc,                    \
@@ -2021,8 +2019,12 @@ netdev_vhost_send(struct netdev *netdev, int qid,
     .rxq_enabled = netdev_vhost_rxq_enabled,            \
     .rxq_recv = netdev_vhost_rxq_recv
 
+/* One engine serves both classes: only this one drives it (netdev_run()
+ * calls every registered class's hook, so two would poll it twice). */
 static const struct netdev_class netdev_vhost_class = {
     .type = "dpdkvhostuser",
+    .run = netdev_vhost_run,
+    .wait = netdev_vhost_wait,
     .construct = netdev_vhost_construct,
     NETDEV_VHOST_CLASS_COMMON,
 };
