@@ -795,13 +795,10 @@ netdev_vhost_set_config(struct netdev *netdev, const struct smap *args,
 static uint64_t
 netdev_vhost_features(bool tso)
 {
-    /* The defaults include the packed ring, for frontends that ask for it
-     * (QEMU's packed=on, virtio-user's packed_vq=1), as OVS-DPDK offers.
-     * VIRTIO_F_IN_ORDER (35) too, as DPDK's vhost library offers it: the
-     * engine then writes one used entry per dequeue burst, and frontends
-     * that take it (virtio-user does by default) run their in-order
-     * paths. */
-    uint64_t features = vhost_default_features() | (UINT64_C(1) << 35);
+    /* The engine's defaults include the packed ring, for frontends that
+     * ask for it (QEMU's packed=on, virtio-user's packed_vq=1), and
+     * VIRTIO_F_IN_ORDER, as DPDK's vhost library offers them. */
+    uint64_t features = vhost_default_features();
 
     if (tso) {
         features |= vhost_offload_features();

@@ -17,6 +17,10 @@
 #define OVS_LIKELY(COND) __builtin_expect(!!(COND), 1)
 #define OVS_UNLIKELY(COND) __builtin_expect(!!(COND), 0)
 #define OVS_COLD __attribute__((cold, noinline))
+/* For a function whose constant arguments make the specialised copies
+ * (the burst functions): without it the compiler may keep one generic
+ * copy and test those arguments at run time. */
+#define OVS_ALWAYS_INLINE inline __attribute__((always_inline))
 #define OVS_PRINTF_FORMAT(FMT, ARG0) __attribute__((format(printf, FMT, ARG0)))
 #define MIN(A, B) ((A) < (B) ? (A) : (B))
 #define MAX(A, B) ((A) > (B) ? (A) : (B))

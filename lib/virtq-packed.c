@@ -442,7 +442,7 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
  * having consumed nothing, if the batch does not apply (the caller then
  * goes one chain at a time, rereading everything); otherwise puts the
  * packets in 'pkts' and returns true. */
-static inline bool
+static OVS_ALWAYS_INLINE bool
 virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              struct vhost_pkt *pkts,
                              const struct vhost_pkt_alloc *alloc,
@@ -493,6 +493,7 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
             return false;
         }
         __builtin_prefetch(hva[i]);
+        __builtin_prefetch(hva[i] + hdr_len);
     }
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
         /* The header, read once into a local before it is checked. */
@@ -522,7 +523,7 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
     return true;
 }
 
-static inline unsigned int
+static OVS_ALWAYS_INLINE unsigned int
 virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct vhost_pkt *pkts, unsigned int n,
                        const struct vhost_pkt_alloc *alloc,
@@ -604,7 +605,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
  * a bad chain then ending the packet's use of the good ones before it.
  * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out, or
  * VHOST_DROP_TOO_BIG if the packet can never fit. */
-static inline int
+static OVS_ALWAYS_INLINE int
 virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct virtq_packed_shadow *sh, uint32_t need,
                        const bool mrg, const bool in_order,
@@ -719,7 +720,7 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
  * packet takes one buffer, so num_buffers is 1 with MRG_RXBUF too.
  * Saves the chain walk, the segment list and the fill's general loop:
  * the per-packet work that is not the copy. */
-static inline bool
+static OVS_ALWAYS_INLINE bool
 virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              const struct vhost_pkt *pkts,
                              struct virtq_packed_shadow *sh,
@@ -769,6 +770,10 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         if (!hva[i] || avail != d[i].len) {
             return false;
         }
+        /* The four headers' lines (read first) and the packets' first
+         * lines (written) all at once, so that their misses overlap. */
+        __builtin_prefetch(hva[i]);
+        __builtin_prefetch(hva[i] + hdr_len, 1);
     }
 
     /* Committed: every descriptor of the batch is used. */
@@ -777,7 +782,7 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         struct virtio_net_hdr hdr;
 
         virtio_net_hdr_build(&hdr, &p->ol, 1);
-        memcpy(hva[i], &hdr, hdr_len);
+        virtq_hdr_store(hva[i], &hdr, hdr_len);
         virtq_copy(hva[i] + hdr_len, p->data, p->len);
         if (OVS_UNLIKELY(ctx->log)) {
             vhost_dirty_log_write(ctx->log, d[i].addr, hdr_len + p->len);
@@ -791,7 +796,7 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
     return true;
 }
 
-static inline unsigned int
+static OVS_ALWAYS_INLINE unsigned int
 virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                        const struct vhost_pkt *pkts, unsigned int n,
                        const uint32_t hdr_len, const bool mrg,

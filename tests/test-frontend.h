@@ -275,10 +275,11 @@ struct tfe_setup {
     bool packed;                /* Also ack VIRTIO_F_RING_PACKED. */
 };
 
-/* Features a default tfe_setup_device() does not ack. */
+/* Features a default tfe_setup_device() does not ack: the tests that want
+ * the packed ring, dirty logging or IN_ORDER ask for them. */
 #define TFE_DEFAULT_FEATURES_EXCLUDED                                   \
     (FEATURE_BIT(VIRTIO_F_RING_PACKED) | FEATURE_BIT(VHOST_F_LOG_ALL)    \
-     | FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM))
+     | FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM) | FEATURE_BIT(VIRTIO_F_IN_ORDER))
 
 int tfe_negotiate(struct tfe *, const struct tfe_setup *);
 int tfe_setup_device(struct tfe *, unsigned int n_queue_pairs,

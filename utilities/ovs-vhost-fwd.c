@@ -186,8 +186,8 @@ Options:\n\
   -q, --queues=N         offer N queue pairs (default 1, at most %d)\n\
   -f, --features=HEX     offer these virtio features (default %#"PRIx64");\n\
                          the default has ring_packed (bit 34), so the\n\
-                         frontend picks the ring layout; +HEX offers these\n\
-                         on top of the default, e.g. +0x800000000 in_order\n\
+                         frontend picks the ring layout, and in_order\n\
+                         (bit 35); +HEX offers these on top of the default\n\
       --reconnect-ms=MIN[,MAX]  client reconnect backoff (default 100,2000)\n\
   -m, --mode=MODE        io (default: p0<->p1, p2<->p3, ...), macswap,\n\
                          rxonly or txonly\n\
