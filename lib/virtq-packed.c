@@ -406,7 +406,7 @@ static inline bool
 virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
                         const struct virtq_chain *c,
                         struct vhost_pkt *p, uint32_t pkt_len,
-                        const uint32_t hdr_len)
+                        const uint32_t hdr_len, const bool host_ol)
 {
     struct virtio_net_hdr hdr;
     unsigned int seg = c->first_seg;
@@ -415,12 +415,16 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
 
     memset(&hdr, 0, sizeof hdr);
     if (OVS_LIKELY(segs->segs[seg].len >= hdr_len)) {
-        memcpy(&hdr, segs->segs[seg].hva, hdr_len);
+        if (host_ol) {
+            memcpy(&hdr, segs->segs[seg].hva, hdr_len);
+        }
         off = hdr_len;
     } else {
         vhost_cold_gather(segs, &seg, &off, &hdr, hdr_len);
     }
-    if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
+    if (!host_ol) {
+        memset(&p->ol, 0, sizeof p->ol);
+    } else if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
         virtq_drop(vq, VHOST_DROP_BAD_CSUM);
         return false;
     }
@@ -438,7 +442,8 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
 
 /* Tries to take VIRTQ_PACKED_BATCH simple descriptors at once: available,
  * single (no NEXT, no INDIRECT), device-readable, inside one region each,
- * with a good header, within one cache line of the ring.  Returns false,
+ * with a good header (read only with 'host_ol'), within one cache line of
+ * the ring.  Returns false,
  * having consumed nothing, if the batch does not apply (the caller then
  * goes one chain at a time, rereading everything); otherwise puts the
  * packets in 'pkts' and returns true. */
@@ -447,7 +452,8 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              struct vhost_pkt *pkts,
                              const struct vhost_pkt_alloc *alloc,
                              struct virtq_packed_shadow *sh,
-                             const uint32_t hdr_len, const bool in_order)
+                             const uint32_t hdr_len, const bool in_order,
+                             const bool host_ol)
 {
     const struct vring_packed_desc *ring = vq->desc;
     uint16_t pos = vq->last_avail_idx;
@@ -492,17 +498,25 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         if (!hva[i] || avail != d[i].len) {
             return false;
         }
-        __builtin_prefetch(hva[i]);
+        if (host_ol) {
+            __builtin_prefetch(hva[i]);
+        }
         __builtin_prefetch(hva[i] + hdr_len);
     }
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
         /* The header, read once into a local before it is checked. */
         struct virtio_net_hdr hdr;
 
-        memset(&hdr, 0, sizeof hdr);
-        memcpy(&hdr, hva[i], hdr_len);
-        if (!virtio_net_hdr_parse(&hdr, d[i].len - hdr_len, &ol[i])
-            || !virtq_get_buf(&pkts[i], d[i].len - hdr_len, alloc)) {
+        if (host_ol) {
+            memset(&hdr, 0, sizeof hdr);
+            memcpy(&hdr, hva[i], hdr_len);
+            if (!virtio_net_hdr_parse(&hdr, d[i].len - hdr_len, &ol[i])) {
+                return false;
+            }
+        } else {
+            memset(&ol[i], 0, sizeof ol[i]);
+        }
+        if (!virtq_get_buf(&pkts[i], d[i].len - hdr_len, alloc)) {
             return false;
         }
     }
@@ -528,7 +542,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct vhost_pkt *pkts, unsigned int n,
                        const struct vhost_pkt_alloc *alloc,
                        const uint32_t hdr_len, const bool event_idx,
-                       const bool in_order)
+                       const bool in_order, const bool host_ol)
 {
     struct virtq_packed_shadow sh;
     struct virtq_segs segs;
@@ -547,7 +561,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         if (out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
-                                            hdr_len, in_order)) {
+                                            hdr_len, in_order, host_ol)) {
             out += VIRTQ_PACKED_BATCH;
             chains += VIRTQ_PACKED_BATCH;
             continue;
@@ -573,7 +587,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                 break;          /* No buffer: the chain stays available. */
             }
             if (virtq_packed_copy_out__(vq, &segs, &c, &pkts[out], pkt_len,
-                                        hdr_len)) {
+                                        hdr_len, host_ol)) {
                 out++;
             }
         } else {
@@ -863,22 +877,43 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 /* The specialised burst functions, one per combination in use.  Enqueue
  * writes one used descriptor per chain, each with its own length, in or
  * out of order; only with mergeable buffers can a bad chain come between
- * a packet's chains, so only those have an in-order copy. */
+ * a packet's chains, so only those have an in-order copy.  Dequeue reads
+ * the guest's header only with host offloads ("_ol"; see
+ * virtq_host_offloads()). */
 
-#define VIRTQ_PACKED_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER)            \
+#define VIRTQ_PACKED_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER, HOST_OL)   \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_packed_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,     \
-                                      EVENT_IDX, IN_ORDER);                 \
+                                      EVENT_IDX, IN_ORDER, HOST_OL);        \
     }
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false, false)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true, false)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_inorder, 12, false, true)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_inorder, 12, true, true)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false, false)
-VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false, false, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true, false, false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_inorder, 12, false, true,
+                     false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_inorder, 12, true, true,
+                     false)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_ol, 12, false, false, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_ol, 12, true, false,
+                     true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_inorder_ol, 12, false, true,
+                     true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_inorder_ol, 12, true,
+                     true, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false, false, true)
+VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true, false, true)
+
+/* By [host_ol][in_order][event_idx]. */
+static virtq_dequeue_fn *const virtq_packed_dequeue_hdr12_fns[2][2][2] = {
+    { { virtq_packed_dequeue_hdr12, virtq_packed_dequeue_hdr12_evidx },
+      { virtq_packed_dequeue_hdr12_inorder,
+        virtq_packed_dequeue_hdr12_evidx_inorder } },
+    { { virtq_packed_dequeue_hdr12_ol, virtq_packed_dequeue_hdr12_evidx_ol },
+      { virtq_packed_dequeue_hdr12_inorder_ol,
+        virtq_packed_dequeue_hdr12_evidx_inorder_ol } },
+};
 
 #define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)       \
     static unsigned int                                                     \
@@ -903,10 +938,11 @@ VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10_evidx, 10, false, true, false)
  * only comes with a driver that packs its ring without VERSION_1, which
  * no real one does, but it costs two more wrappers to stay correct;
  * IN_ORDER needs VERSION_1 (it is a transport feature of VIRTIO 1.1), so
- * the legacy header never has it. */
+ * the legacy header never has it, and its dequeue always reads the
+ * header. */
 void
 virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx,
-                    bool in_order)
+                    bool in_order, bool host_ol)
 {
     if (vq->hdr_len != 12) {
         vq->dequeue = event_idx ? virtq_packed_dequeue_hdr10_evidx
@@ -915,13 +951,7 @@ virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx,
                                 : virtq_packed_enqueue_hdr10;
         return;
     }
-    if (in_order) {
-        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx_inorder
-                                : virtq_packed_dequeue_hdr12_inorder;
-    } else {
-        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr12_evidx
-                                : virtq_packed_dequeue_hdr12;
-    }
+    vq->dequeue = virtq_packed_dequeue_hdr12_fns[host_ol][in_order][event_idx];
     if (mrg && in_order) {
         vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx_inorder
                                 : virtq_packed_enqueue_mrg_inorder;

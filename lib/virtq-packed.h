@@ -25,6 +25,6 @@
 struct virtq;
 
 void virtq_packed_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
-                         bool in_order);
+                         bool in_order, bool host_offloads);
 
 #endif /* virtq-packed.h */

@@ -347,7 +347,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct vhost_pkt *pkts, unsigned int n,
                       const struct vhost_pkt_alloc *alloc,
                       const uint32_t hdr_len, const bool event_idx,
-                      const bool in_order)
+                      const bool in_order, const bool host_ol)
 {
     struct virtq_shadow sh;
     struct virtq_segs segs;
@@ -395,13 +395,16 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
             break;
         }
 
-        /* The header, read once into a local before it is checked. */
+        /* The header, read once into a local before it is checked; only
+         * with host offloads, as there is nothing in it otherwise. */
         struct virtio_net_hdr hdr;
         unsigned int seg = 0;
         uint32_t off = 0;
         memset(&hdr, 0, sizeof hdr);
         if (OVS_LIKELY(segs.segs[0].len >= hdr_len)) {
-            memcpy(&hdr, segs.segs[0].hva, hdr_len);
+            if (host_ol) {
+                memcpy(&hdr, segs.segs[0].hva, hdr_len);
+            }
             off = hdr_len;
             if (off == segs.segs[0].len) {
                 seg = 1;
@@ -410,7 +413,10 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         } else {
             vhost_cold_gather(&segs, &seg, &off, &hdr, hdr_len);
         }
-        if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len, &p->ol))) {
+        if (!host_ol) {
+            memset(&p->ol, 0, sizeof p->ol);
+        } else if (OVS_UNLIKELY(!virtio_net_hdr_parse(&hdr, pkt_len,
+                                                      &p->ol))) {
             virtq_drop(vq, VHOST_DROP_BAD_CSUM);
             virtq_split_shadow_add__(&sh, head, 0, in_order);
             continue;
@@ -634,20 +640,37 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
  * order; only with mergeable buffers can a bad chain come between a
  * packet's chains, so only those have an in-order copy. */
 
-#define VIRTQ_SPLIT_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER)             \
+#define VIRTQ_SPLIT_DEQUEUE(NAME, HDR_LEN, EVENT_IDX, IN_ORDER, HOST_OL)    \
     static unsigned int                                                     \
     NAME(struct virtq *vq, struct virtq_ctx *ctx, struct vhost_pkt *pkts,   \
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_split_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,      \
-                                     EVENT_IDX, IN_ORDER);                  \
+                                     EVENT_IDX, IN_ORDER, HOST_OL);         \
     }
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false, false)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true, false)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_inorder, 12, false, true)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_inorder, 12, true, true)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false, false)
-VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false, false, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true, false, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_inorder, 12, false, true, false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_inorder, 12, true, true,
+                    false)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_ol, 12, false, false, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_ol, 12, true, false, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_inorder_ol, 12, false, true,
+                    true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_inorder_ol, 12, true,
+                    true, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false, false, true)
+VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true, false, true)
+
+/* By [host_ol][in_order][event_idx]. */
+static virtq_dequeue_fn *const virtq_split_dequeue_hdr12_fns[2][2][2] = {
+    { { virtq_split_dequeue_hdr12, virtq_split_dequeue_hdr12_evidx },
+      { virtq_split_dequeue_hdr12_inorder,
+        virtq_split_dequeue_hdr12_evidx_inorder } },
+    { { virtq_split_dequeue_hdr12_ol, virtq_split_dequeue_hdr12_evidx_ol },
+      { virtq_split_dequeue_hdr12_inorder_ol,
+        virtq_split_dequeue_hdr12_evidx_inorder_ol } },
+};
 
 #define VIRTQ_SPLIT_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)        \
     static unsigned int                                                     \
@@ -670,18 +693,15 @@ VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10_evidx, 10, false, true, false)
 /* Stores in 'vq' the burst functions for its header length (already set)
  * and the negotiated options.  IN_ORDER (bit 35) is beyond what a legacy
  * driver can negotiate, so the 10-byte header goes without it: the
- * per-chain write-back is in order too. */
+ * per-chain write-back is in order too.  Its dequeue always reads the
+ * header, to keep the legacy copies few. */
 void
-virtq_split_select(struct virtq *vq, bool mrg, bool event_idx, bool in_order)
+virtq_split_select(struct virtq *vq, bool mrg, bool event_idx, bool in_order,
+                   bool host_ol)
 {
     if (vq->hdr_len == VIRTIO_NET_HDR_LEN) {
-        if (in_order) {
-            vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx_inorder
-                                    : virtq_split_dequeue_hdr12_inorder;
-        } else {
-            vq->dequeue = event_idx ? virtq_split_dequeue_hdr12_evidx
-                                    : virtq_split_dequeue_hdr12;
-        }
+        vq->dequeue
+            = virtq_split_dequeue_hdr12_fns[host_ol][in_order][event_idx];
         if (mrg && in_order) {
             vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx_inorder
                                     : virtq_split_enqueue_mrg_inorder;

@@ -37,6 +37,6 @@ struct guest_mem;
 struct virtq;
 
 void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
-                        bool in_order);
+                        bool in_order, bool host_offloads);
 
 #endif /* virtq-split.h */

@@ -74,10 +74,19 @@ virtq_configure(struct virtq *vq, uint64_t features)
     vq->hdr_len = mrg || v1 ? VIRTIO_NET_HDR_LEN : VIRTIO_NET_HDR_LEN_LEGACY;
     bool event_idx = features & FEATURE_BIT(VIRTIO_RING_F_EVENT_IDX);
     vq->in_order = features & FEATURE_BIT(VIRTIO_F_IN_ORDER);
+    /* §5.1.6.2.1: without VIRTIO_NET_F_CSUM the driver sets no flags in
+     * its TX headers, and without HOST_TSO4/6 no gso_type: the header says
+     * nothing, and dequeue need not read it (nor take its cache line, as
+     * DPDK's vhost library does not).  A driver that breaks the rule gets
+     * its header ignored (§5.1.6.2.2: flags the device does not
+     * recognise). */
+    bool host_ol = features & (FEATURE_BIT(VIRTIO_NET_F_CSUM)
+                               | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO4)
+                               | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO6));
     if (vq->packed) {
-        virtq_packed_select(vq, mrg, event_idx, vq->in_order);
+        virtq_packed_select(vq, mrg, event_idx, vq->in_order, host_ol);
     } else {
-        virtq_split_select(vq, mrg, event_idx, vq->in_order);
+        virtq_split_select(vq, mrg, event_idx, vq->in_order, host_ol);
     }
     virtq_size_ids__(vq);
     vq->ready = vq->ready && virtq_can_run(vq);

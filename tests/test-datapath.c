@@ -1335,6 +1335,46 @@ test_bad_csum_tx(void)
     run_bad_tx("bad-csum", DP_FULL, bad_csum, REASON(BAD_CSUM));
 }
 
+/* Without VIRTIO_NET_F_CSUM and HOST_TSO4/6 the driver's TX header says
+ * nothing (§5.1.6.2.1) and dequeue does not read it: a header that breaks
+ * the rule anyway is ignored, not dropped, and its packets come with no
+ * offload metadata.  Eight packets: the batch and the one-at-a-time
+ * paths. */
+static void
+test_no_host_offloads_tx(void)
+{
+    struct dp_cfg cfg = cfg_features(DP_FULL & ~(F(VIRTIO_NET_F_CSUM)
+                                                 | F(VIRTIO_NET_F_HOST_TSO4)
+                                                 | F(VIRTIO_NET_F_HOST_TSO6)));
+    struct tfe_net_hdr h = {
+        .flags = TFE_NET_HDR_F_NEEDS_CSUM, .gso_type = 1, .gso_size = 1,
+        .hdr_len = 0xffff, .csum_start = 0xfff0, .csum_offset = 0x0e,
+    };
+    struct vhost_pkt out[8];
+    struct dp dp;
+
+    dp_start(&dp, "no-host-ol", &cfg);
+    uint8_t *pkt = new_pkt(&dp, 100, MAC_UNICAST);
+    tu_log("8 packets whose headers ask for a checksum past the end and "
+           "for TSO, with neither negotiated");
+    for (int i = 0; i < 8; i++) {
+        tx_post(&dp, 0, &h, pkt, 100, NULL);
+    }
+    TU_CHECK_EQ(dq(&dp, 0, out, 8), 8);
+    for (int i = 0; i < 8; i++) {
+        check_pkt(&out[i], pkt, 100, "packet with an ignored header");
+        check_ol_zero(&out[i], "packet with an ignored header");
+    }
+    release_pkts(out, 8);
+    {
+        struct vhost_queue_stats s = get_stats(&dp, TX(0));
+        TU_CHECK_EQ(total_drops(&s), 0);
+        TU_CHECK_EQ(s.packets, 8);
+    }
+    free(pkt);
+    dp_finish(&dp);
+}
+
 /* A chain exactly as long as the header holds a packet of length 0. */
 static void
 test_hdr_only_tx(void)
@@ -3303,6 +3343,8 @@ const struct tu_test tu_datapath_tests[] = {
       "TX: a header-only chain is a 0-byte packet" },
     { "dp-bad-csum-tx", test_bad_csum_tx,
       "TX: csum_start/csum_offset beyond the packet" },
+    { "dp-no-host-ol-tx", test_no_host_offloads_tx,
+      "TX: without host offloads the header is ignored" },
     { "dp-bad-index-rx", test_bad_index_rx, "RX: head >= queue size" },
     { "dp-bad-next-rx", test_bad_next_rx, "RX: next >= queue size" },
     { "dp-loop-rx", test_loop_rx, "RX: descriptor loops" },

@@ -2117,6 +2117,46 @@ test_short_hdr_tx(void)
     run_bad_tx("short-hdr-tx", PK_FULL, bad_short_hdr, REASON(SHORT_HDR));
 }
 
+/* Without VIRTIO_NET_F_CSUM and HOST_TSO4/6 the driver's TX header says
+ * nothing (§5.1.6.2.1) and dequeue does not read it: a header that breaks
+ * the rule anyway is ignored, not dropped, and its packets come with no
+ * offload metadata.  Eight packets: the batch and the one-at-a-time
+ * paths. */
+static void
+test_no_host_offloads_tx(void)
+{
+    struct pk_cfg cfg = cfg_features(PK_FULL & ~(F(VIRTIO_NET_F_CSUM)
+                                                 | F(VIRTIO_NET_F_HOST_TSO4)
+                                                 | F(VIRTIO_NET_F_HOST_TSO6)));
+    struct tfe_net_hdr h = {
+        .flags = TFE_NET_HDR_F_NEEDS_CSUM, .gso_type = 1, .gso_size = 1,
+        .hdr_len = 0xffff, .csum_start = 0xfff0, .csum_offset = 0x0e,
+    };
+    struct vhost_pkt out[8];
+    struct pk pk;
+
+    pk_start(&pk, "no-host-ol", &cfg);
+    uint8_t *pkt = new_pkt(&pk, 100, MAC_UNICAST);
+    tu_log("8 packets whose headers ask for a checksum past the end and "
+           "for TSO, with neither negotiated");
+    for (int i = 0; i < 8; i++) {
+        tx_post(&pk, 0, &h, pkt, 100, NULL);
+    }
+    TU_CHECK_EQ(dq(&pk, 0, out, 8), 8);
+    for (int i = 0; i < 8; i++) {
+        check_pkt(&out[i], pkt, 100, "packet with an ignored header");
+        check_ol(&out[i].ol, NULL, "packet with an ignored header");
+    }
+    release_pkts(out, 8);
+    {
+        struct vhost_queue_stats s = get_stats(&pk, TX(0));
+        TU_CHECK_EQ(total_drops(&s), 0);
+        TU_CHECK_EQ(s.packets, 8);
+    }
+    free(pkt);
+    pk_finish(&pk);
+}
+
 static void
 test_bad_csum_tx(void)
 {
@@ -4649,6 +4689,8 @@ const struct tu_test tu_packed_tests[] = {
       "TX: chains shorter than the header" },
     { "pk-bad-csum-tx", test_bad_csum_tx,
       "TX: csum_start/csum_offset beyond the packet" },
+    { "pk-no-host-ol-tx", test_no_host_offloads_tx,
+      "TX: without host offloads the header is ignored" },
     { "pk-too-big-tx", test_too_big_tx, "TX: packets over 64 KiB" },
     { "pk-loop", test_loop,
       "chains into unavailable descriptors, and never-ending ones" },

@@ -17,6 +17,13 @@
 # for ours; both count only polls that moved packets, per packet received.
 # The median of the REPS runs is kept.
 #
+# The runs of the two backends alternate (dpdk ovs, ovs dpdk, dpdk ovs,
+# ...), each with a fresh frontend and backend: on a virtual machine the
+# host moves the two CPUs between cores, and the time a cache line takes
+# from one CPU to the other changes by 4-5 times from one minute to the
+# next; alternating spreads that over both backends instead of giving
+# all of one backend's runs to one placement.
+#
 # Ring layouts: "split", and "packed" (virtio-user packed_vq=1; both
 # backends offer VIRTIO_F_RING_PACKED by default, so the frontend decides).  The frontend's log must name the ring it runs, or
 # the row fails.  Packed rows also show ours packed / ours split.
@@ -40,15 +47,15 @@ srcdir=$(cd "$(dirname "$0")/.." && pwd)
 
 fwd=
 out=bench
-duration=5
-reps=3
+duration=4
+reps=5
 sizes="64 1518"
 mrgs="0 1"
 queues=1
 tx_first=8
 backends="dpdk ovs"
 rings="split packed"
-warmup=2
+warmup=1
 
 usage () {
     sed -n '2,/^set -u/p' "$0" | sed -n 's/^# \{0,1\}//p'
@@ -123,12 +130,13 @@ fwd_cycles_rx () {
                  END { print c + 0, r + 0 }'
 }
 
-# run_backend BACKEND RING SIZE MRG: one row for one backend; appends
-# "BACKEND,RING,SIZE,MRG,REP,MPPS,CPP,BUSY" lines to raw.csv.
+# run_backend BACKEND RING SIZE MRG REP: run REP of one row for one
+# backend; appends a "BACKEND,RING,SIZE,MRG,REP,MPPS,CPP,BUSY" line to
+# raw.csv.
 run_backend () {
-    local be=$1 ring=$2 size=$3 mrg=$4 D rep t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
+    local be=$1 ring=$2 size=$3 mrg=$4 rep=$5 D t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
     local vdev_ring= n_packed
-    D=$work/$be-$ring-$size-$mrg
+    D=$work/$be-$ring-$size-$mrg-$rep
     if [ "$ring" = packed ]; then
         vdev_ring=,packed_vq=1
     fi
@@ -172,9 +180,7 @@ run_backend () {
     tpmd_cmd fe "$D" "start tx_first $tx_first" >/dev/null || return 1
     sleep "$warmup"
 
-    rep=1
-    while [ $rep -le "$reps" ]; do
-        case $be in
+    case $be in
         dpdk) tpmd_cmd be "$D" "clear fwd stats all" >/dev/null ;;
         ovs) c0=$(fwd_cycles_rx "$D") || return 1 ;;
         esac
@@ -195,8 +201,6 @@ run_backend () {
         line="$be,$ring,$size,$mrg,$rep,$mpps,${cpp:-0},$busy"
         echo "$line" >> "$out/raw.csv"
         log "  $be $ring size=$size mrg_rxbuf=$mrg run $rep: $mpps Mpps, ${cpp:-?} cycles/packet"
-        rep=$((rep + 1))
-    done
 
     tpmd_cmd fe "$D" stop >/dev/null
     tpmd_stop fe "$D" >/dev/null
@@ -205,8 +209,9 @@ run_backend () {
     ovs) vfwd_stop be "$D" ;;
     esac
     for f in "$D"/*.log; do
-        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-${f##*/}"
+        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-run$rep-${f##*/}"
     done
+    rm -rf "$D"
     return 0
 }
 
@@ -223,22 +228,29 @@ median () {
 
 echo "backend,ring,size,mrg_rxbuf,run,mpps,cycles_per_packet,others_busy" > "$out/raw.csv"
 log "frontend forwarding lcore on CPU $fe_cpu, backend on CPU $be_cpu;" \
-    "$reps runs of ${duration}s per row and backend"
+    "$reps runs of ${duration}s per row and backend, the backends alternating"
+reversed=$(for be in $backends; do echo "$be"; done | tac | tr '\n' ' ')
 status=0
 for ring in $rings; do
     for size in $sizes; do
         for mrg in $mrgs; do
-            for be in $backends; do
-                log "$be: $ring ring, ${size} B, mrg_rxbuf=$mrg"
-                if ! run_backend "$be" "$ring" "$size" "$mrg"; then
-                    log "$be: $ring ring, ${size} B, mrg_rxbuf=$mrg FAILED (logs in $out/logs)"
-                    for f in "$work/$be-$ring-$size-$mrg"/*.log; do
-                        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-${f##*/}"
+            log "$ring ring, ${size} B, mrg_rxbuf=$mrg"
+            rep=1
+            while [ $rep -le "$reps" ]; do
+                order=$backends
+                [ $((rep % 2)) = 0 ] && order=$reversed
+                for be in $order; do
+                    run_backend "$be" "$ring" "$size" "$mrg" "$rep" && continue
+                    D=$work/$be-$ring-$size-$mrg-$rep
+                    log "$be: $ring ring, ${size} B, mrg_rxbuf=$mrg, run $rep FAILED (logs in $out/logs)"
+                    for f in "$D"/*.log; do
+                        [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-run$rep-${f##*/}"
                     done
-                    vfwd_stop_all "$work/$be-$ring-$size-$mrg" >/dev/null 2>&1
-                    tpmd_stop_all "$work/$be-$ring-$size-$mrg" >/dev/null 2>&1
+                    vfwd_stop_all "$D" >/dev/null 2>&1
+                    tpmd_stop_all "$D" >/dev/null 2>&1
                     status=1
-                fi
+                done
+                rep=$((rep + 1))
             done
         done
     done
@@ -277,7 +289,7 @@ done
         { printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
                  $4, $5, $6, $7, or_dash($8), or_dash($9), or_dash($10), or_dash($11) }'
     echo
-    echo "Median of $reps runs of ${duration} s; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
+    echo "Median of $reps runs of ${duration} s, the backends alternating; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
     echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
     echo "$(uname -srm); $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
          "$(dpkg-query -W -f='dpdk ${Version}' dpdk 2>/dev/null)."
