@@ -1706,6 +1706,9 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
         .alloc = netdev_vhost_pkt_alloc,
         .free = netdev_vhost_pkt_free,
         .aux = &ctx,
+        /* A dp_packet's sizes are 16 bits: a longer guest packet is
+         * dropped by the engine rather than left blocking the ring. */
+        .max_len = UINT16_MAX,
     };
     /* Standard buffers in every slot, in one tight loop, rather than one
      * allocator call per packet from inside the burst: the engine keeps

@@ -452,8 +452,8 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              struct vhost_pkt *pkts,
                              const struct vhost_pkt_alloc *alloc,
                              struct virtq_packed_shadow *sh,
-                             const uint32_t hdr_len, const bool in_order,
-                             const bool host_ol)
+                             const uint32_t hdr_len, const uint32_t max_len,
+                             const bool in_order, const bool host_ol)
 {
     const struct vring_packed_desc *ring = vq->desc;
     uint16_t pos = vq->last_avail_idx;
@@ -485,7 +485,7 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         uint64_t avail = d[i].len;
 
         if (d[i].id >= vq->size || d[i].len < hdr_len
-            || d[i].len - hdr_len > VIRTQ_MAX_PKT_LEN
+            || d[i].len - hdr_len > max_len
             || virtq_packed_id_in_flight__(vq, d[i].id)) {
             return false;
         }
@@ -548,6 +548,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     struct virtq_segs segs;
     uint16_t old_idx = vq->last_used_idx;
     bool old_wrap = vq->used_wrap_counter;
+    const uint32_t max_len = virtq_max_pkt_len(alloc);
     unsigned int out = 0;
     unsigned int chains = 0;
 
@@ -561,7 +562,8 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         if (out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
-                                            hdr_len, in_order, host_ol)) {
+                                            hdr_len, max_len, in_order,
+                                            host_ol)) {
             out += VIRTQ_PACKED_BATCH;
             chains += VIRTQ_PACKED_BATCH;
             continue;
@@ -577,7 +579,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         if (OVS_LIKELY(reason < 0)
             && OVS_UNLIKELY(c.len < hdr_len
-                            || c.len - hdr_len > VIRTQ_MAX_PKT_LEN)) {
+                            || c.len - hdr_len > max_len)) {
             reason = c.len < hdr_len ? VHOST_DROP_SHORT_HDR
                                      : VHOST_DROP_TOO_BIG;
         }

@@ -32,6 +32,14 @@
  * embedder's allocator with a guest-chosen size. */
 #define VIRTQ_MAX_PKT_LEN (65535 + 18)
 
+/* The longest packet dequeue hands to 'alloc''s embedder. */
+static inline uint32_t
+virtq_max_pkt_len(const struct vhost_pkt_alloc *alloc)
+{
+    return alloc && alloc->max_len && alloc->max_len < VIRTQ_MAX_PKT_LEN
+           ? alloc->max_len : VIRTQ_MAX_PKT_LEN;
+}
+
 /* Most guest buffers one packet may fill with mergeable RX buffers. */
 #define VIRTQ_MAX_CHAINS_PER_PKT 64
 

@@ -352,6 +352,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     struct virtq_shadow sh;
     struct virtq_segs segs;
     uint16_t old_used = vq->last_used_idx;
+    const uint32_t max_len = virtq_max_pkt_len(alloc);
     unsigned int out = 0;
     uint16_t i;
 
@@ -378,7 +379,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                                         &len);
         if (OVS_LIKELY(reason < 0)
             && OVS_UNLIKELY(len < hdr_len
-                            || len - hdr_len > VIRTQ_MAX_PKT_LEN)) {
+                            || len - hdr_len > max_len)) {
             reason = len < hdr_len ? VHOST_DROP_SHORT_HDR
                                    : VHOST_DROP_TOO_BIG;
         }

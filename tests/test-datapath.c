@@ -2570,6 +2570,59 @@ test_alloc(void)
     dp_finish(&dp);
 }
 
+/* The embedder's 'max_len': a longer guest packet is dropped, not left
+ * blocking the ring. */
+
+static void
+test_alloc_max_len(void)
+{
+    static const size_t sizes[] = { 100, 1001, 1000, 60 };
+    struct dp_cfg cfg = cfg_features(DP_FULL);
+    struct vhost_pkt out[8];
+    struct vhost_queue_stats e;
+    uint8_t *pkts[4];
+    int heads[4];
+    struct dp dp;
+
+    dp_start(&dp, "alloc-max-len", &cfg);
+    dp.alloc.max_len = 1000;
+    tu_log("max_len 1000: 100, 1001, 1000, 60 bytes: the 1001-byte packet "
+           "is dropped as too big and used with length 0, the rest arrive");
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        pkts[i] = new_pkt(&dp, sizes[i], MAC_UNICAST);
+        heads[i] = tx_post(&dp, 0, NULL, pkts[i], sizes[i], NULL);
+    }
+    TU_CHECK_EQ(dq(&dp, 0, out, 8), 3);
+    check_pkt(&out[0], pkts[0], 100, "before the long packet");
+    check_pkt(&out[1], pkts[2], 1000, "exactly max_len");
+    check_pkt(&out[2], pkts[3], 60, "after the long packet");
+    TU_CHECK_CMP(dp.da.max_len, <=, 1000);
+    release_pkts(out, 8);
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        expect_used(&dp.vq[TX(0)], heads[i], 0);
+    }
+    expect_no_used(&dp.vq[TX(0)]);
+    memset(&e, 0, sizeof e);
+    stats_add(&e, pkts[0], 100);
+    stats_add(&e, pkts[2], 1000);
+    stats_add(&e, pkts[3], 60);
+    e.drops[VHOST_DROP_TOO_BIG] = 1;
+    check_stats(&dp, TX(0), &e);
+
+    tu_log("max_len 0 is the engine's own limit: 1001 bytes arrive");
+    dp.alloc.max_len = 0;
+    heads[1] = tx_post(&dp, 0, NULL, pkts[1], 1001, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 8), 1);
+    check_pkt(&out[0], pkts[1], 1001, "no max_len");
+    release_pkts(out, 8);
+    expect_used(&dp.vq[TX(0)], heads[1], 0);
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        free(pkts[i]);
+    }
+    roundtrip(&dp, 0, "the same queue pair");
+    dp_finish(&dp);
+}
+
 /* Receive buffers too small. */
 
 static void
@@ -3389,6 +3442,8 @@ const struct tu_test tu_datapath_tests[] = {
       "call eventfd with EVENT_IDX, across the index wrap" },
     { "dp-bounded", test_bounded, "bursts take at most n, at most 64" },
     { "dp-alloc", test_alloc, "pre-filled and allocated dequeue buffers" },
+    { "dp-alloc-max-len", test_alloc_max_len,
+      "TX: a packet longer than the allocator's max_len is dropped" },
     { "dp-too-big", test_too_big,
       "RX without MRG_RXBUF: chains too small" },
     { "dp-ring-full", test_ring_full_mrg,

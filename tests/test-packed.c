@@ -2169,6 +2169,67 @@ test_too_big_tx(void)
     run_bad_tx("too-big-tx", PK_FULL, bad_too_big, REASON(TOO_BIG));
 }
 
+/* The embedder's 'max_len', in a four-descriptor batch and alone. */
+static void
+test_alloc_max_len(void)
+{
+    static const size_t sizes[] = { 100, 1001, 1000, 60,
+                                    200, 300, 400, 1000 };
+    struct pk_cfg cfg = cfg_features(PK_FULL);
+    struct vhost_pkt out[16];
+    struct vhost_queue_stats e;
+    uint8_t *pkts[8];
+    int ids[8];
+    unsigned int n;
+    struct pk pk;
+
+    pk_start(&pk, "alloc-max-len", &cfg);
+    pk.alloc.max_len = 1000;
+    tu_log("max_len 1000, eight single descriptors from slot 0: the "
+           "1001-byte one is dropped as too big, used with length 0; the "
+           "first four go one by one, the next four as a batch");
+    memset(&e, 0, sizeof e);
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        pkts[i] = new_pkt(&pk, sizes[i], MAC_UNICAST);
+        ids[i] = tx_post(&pk, 0, NULL, pkts[i], sizes[i], NULL);
+    }
+    n = dq(&pk, 0, out, 16);
+    TU_CHECK_EQ(n, 7);
+    for (size_t i = 0, j = 0; i < ARRAY_SIZE(sizes); i++) {
+        expect_used(&pk.vq[TX(0)], ids[i], 0);
+        if (i != 1) {
+            check_pkt(&out[j++], pkts[i], sizes[i], "max_len 1000");
+            stats_add(&e, pkts[i], sizes[i]);
+        }
+    }
+    expect_no_used(&pk.vq[TX(0)]);
+    release_pkts(out, 16);
+    e.drops[VHOST_DROP_TOO_BIG] = 1;
+    check_stats(&pk, TX(0), &e);
+
+    tu_log("a batch of four whose last is too long falls back, drops it");
+    for (size_t i = 4; i < 8; i++) {
+        ids[i] = tx_post(&pk, 0, NULL, pkts[i == 7 ? 1 : i],
+                         sizes[i == 7 ? 1 : i], NULL);
+    }
+    TU_CHECK_EQ(dq(&pk, 0, out, 16), 3);
+    for (size_t i = 4; i < 8; i++) {
+        expect_used(&pk.vq[TX(0)], ids[i], 0);
+        if (i != 7) {
+            check_pkt(&out[i - 4], pkts[i], sizes[i], "batch fallback");
+            stats_add(&e, pkts[i], sizes[i]);
+        }
+    }
+    release_pkts(out, 16);
+    e.drops[VHOST_DROP_TOO_BIG]++;
+    check_stats(&pk, TX(0), &e);
+    for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+        free(pkts[i]);
+    }
+    roundtrip(&pk, 0, "the same queue pair");
+    pk_finish(&pk);
+}
+
 /* Chains that do not end where they should (§2.8.6, §2.8.1). */
 
 /* On ring 'vring' of queue pair 0, a chain of 'n_avail' available
@@ -4692,6 +4753,8 @@ const struct tu_test tu_packed_tests[] = {
     { "pk-no-host-ol-tx", test_no_host_offloads_tx,
       "TX: without host offloads the header is ignored" },
     { "pk-too-big-tx", test_too_big_tx, "TX: packets over 64 KiB" },
+    { "pk-alloc-max-len", test_alloc_max_len,
+      "TX: a packet longer than the allocator's max_len is dropped" },
     { "pk-loop", test_loop,
       "chains into unavailable descriptors, and never-ending ones" },
     { "pk-loop-nomrg", test_loop_nomrg,

@@ -299,11 +299,15 @@ struct vhost_pkt {
  * How dequeue gets buffers.  'alloc' fills in 'pkt->data', 'pkt->size' and
  * 'pkt->handle' for a buffer with room for at least 'len' bytes of packet
  * after whatever headroom the embedder keeps, or returns false if it has
- * none (the packet then stays in the guest's ring for the next call). */
+ * none (the packet then stays in the guest's ring for the next call).
+ * 'max_len', if not 0, is the longest packet the embedder can ever hold
+ * (OVS's dp_packet: 65535 bytes); a longer one is dropped as
+ * VHOST_DROP_TOO_BIG, as it would otherwise block the ring for good. */
 struct vhost_pkt_alloc {
     bool (*alloc)(void *aux, struct vhost_pkt *pkt, uint32_t len);
     void (*free)(void *aux, struct vhost_pkt *pkt);
     void *aux;
+    uint32_t max_len;           /* 0: the engine's own limit. */
 };
 
 #define VHOST_MAX_BURST 64      /* Most packets handled per call. */
@@ -325,8 +329,9 @@ unsigned int vhost_dequeue_pending(struct vhost_port *, unsigned int qp);
  * with: copied into the guest, or counted as VHOST_DROP_TOO_BIG because no
  * guest buffer can ever hold them.  The rest did not fit for now (the
  * guest's RX ring is full): retry or drop them.  Dequeue drops packets
- * longer than 64 KiB plus Ethernet and VLAN headers (VHOST_DROP_TOO_BIG)
- * before asking the allocator for a buffer. */
+ * longer than 64 KiB plus Ethernet and VLAN headers, or than the
+ * allocator's 'max_len' (VHOST_DROP_TOO_BIG), before asking the allocator
+ * for a buffer. */
 
 /* Why a descriptor chain was dropped or a queue marked broken. */
 enum vhost_drop_reason {
