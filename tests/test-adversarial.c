@@ -69,7 +69,8 @@ adv_free__(void *aux, struct vhost_pkt *pkt)
 }
 
 static const struct vhost_pkt_alloc adv_alloc = {
-    adv_alloc__, adv_free__, NULL,
+    .alloc = adv_alloc__,
+    .free = adv_free__,
 };
 
 static struct vhost_port *

@@ -168,7 +168,8 @@ fuzz_ring_free__(void *aux, struct vhost_pkt *pkt)
 }
 
 static const struct vhost_pkt_alloc fuzz_ring_allocator = {
-    fuzz_ring_alloc__, fuzz_ring_free__, NULL,
+    .alloc = fuzz_ring_alloc__,
+    .free = fuzz_ring_free__,
 };
 
 static void
