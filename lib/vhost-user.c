@@ -403,12 +403,13 @@ vhost_user_set_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    "not fit a split ring index", vq->index,
                                    num);
     }
-    /* Packed: bits 0..14 are a position in the ring, bit 15 its wrap
-     * counter, and nothing else. */
-    if (vq->packed && (num > UINT16_MAX
-                       || (vq->size && (num & 0x7fff) >= vq->size))) {
+    /* Packed: the avail position in bits 0..15 and the used one in bits
+     * 16..31, each an index below the ring size and its wrap counter;
+     * the used one at most a ring behind (virtq_set_base()). */
+    if (vq->packed && !virtq_packed_base_ok(num, vq->size)) {
         return vhost_user_reject__(dev, msg, "vring %u packed base %#"PRIx32
-                                   " is not a position in a ring of %u",
+                                   " is not two positions in a ring of %u, "
+                                   "used at most a ring behind avail",
                                    vq->index, num, vq->size);
     }
     virtq_lock(vq);

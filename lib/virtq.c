@@ -184,6 +184,33 @@ virtq_unmap(struct virtq *vq)
     vq->desc = vq->avail = vq->used = NULL;
 }
 
+/* A packed ring position as SET_VRING_BASE and GET_VRING_BASE encode it:
+ * the ring index in bits 0..14, its wrap counter in bit 15. */
+static inline uint16_t
+virtq_packed_pos__(uint16_t idx, bool wrap)
+{
+    return (idx & 0x7fff) | (uint16_t) wrap << 15;
+}
+
+/* True if the positions 'avail' and 'used' (each virtq_packed_pos__()'s
+ * encoding) lie in a ring of 'size' entries, with 'used' behind 'avail' by
+ * at most the ring: the descriptors between them are the ones in flight.
+ * Positions count laps by their wrap counters, which start at 1 (§2.8.1),
+ * so a position is its index plus 'size' in laps with wrap counter 0,
+ * modulo two rings. */
+static bool
+virtq_packed_positions_ok__(uint16_t avail, uint16_t used, uint16_t size)
+{
+    uint32_t a = avail & 0x7fff, u = used & 0x7fff;
+
+    if (a >= size || u >= size) {
+        return false;
+    }
+    a += avail & 0x8000 ? 0 : size;
+    u += used & 0x8000 ? 0 : size;
+    return (a + 2 * size - u) % (2 * size) <= size;
+}
+
 /* Returns true if 'vq' has all it needs for the data path: enabled, sized,
  * addressed and mapped, and kicked (SET_VRING_KICK, with or without fd). */
 bool
@@ -193,38 +220,69 @@ virtq_can_run(const struct virtq *vq)
      * and SET_VRING_NUM may come in either order, so they are checked
      * against each other here, where both are known. */
     return vq->enabled && vq->size && vq->desc && vq->has_kick
-           && (!vq->packed || (vq->last_avail_idx < vq->size
-                               && vq->last_used_idx < vq->size
-                               && vq->id_cap >= vq->size));
+           && (!vq->packed
+               || (virtq_packed_positions_ok__(
+                       virtq_packed_pos__(vq->last_avail_idx,
+                                          vq->avail_wrap_counter),
+                       virtq_packed_pos__(vq->last_used_idx,
+                                          vq->used_wrap_counter), vq->size)
+                   && vq->id_cap >= vq->size));
 }
 
 /* Sets the ring position from SET_VRING_BASE's 'base'.  Split rings use
- * the low 16 bits as the next avail index.  Packed rings carry the avail
- * index in bits 0..14 and its wrap counter in bit 15 (vhost-user.rst,
- * "VHOST_USER_SET_VRING_BASE"); the used position is the same, since a
- * stopped ring has nothing in flight (QEMU and DPDK restore it so too).
+ * the low 16 bits as the next avail index.  Packed rings carry two
+ * positions (vhost-user.rst, "VHOST_USER_SET_VRING_BASE"): the next
+ * available descriptor in bits 0..15 and the next used one in bits
+ * 16..31, each an index with its wrap counter in the top bit, as QEMU
+ * sends them.  A frontend that sends the avail half only (DPDK's
+ * virtio-user; DPDK's vhost library reads no more) leaves bits 16..31
+ * zero, and the used position is then the avail one, as on a ring that
+ * stopped with nothing in flight.  (QEMU's used index 0 with wrap counter
+ * 0 behind another avail position reads the same way: the buffers in
+ * flight at the stop are then skipped rather than waited for.)
  * A ring never told its base starts at 0 with wrap counters 1 (§2.8.1). */
 void
 virtq_set_base(struct virtq *vq, uint32_t base)
 {
     vq->base = base;
     if (vq->packed) {
-        vq->last_avail_idx = vq->last_used_idx = base & 0x7fff;
-        vq->avail_wrap_counter = vq->used_wrap_counter = (base >> 15) & 1;
+        uint16_t avail = base & 0xffff;
+        uint16_t used = base >> 16 ? base >> 16 : avail;
+
+        vq->last_avail_idx = avail & 0x7fff;
+        vq->avail_wrap_counter = avail >> 15;
+        vq->last_used_idx = used & 0x7fff;
+        vq->used_wrap_counter = used >> 15;
     } else {
         vq->last_avail_idx = vq->last_used_idx = base & 0xffff;
     }
 }
 
+/* True if packed SET_VRING_BASE value 'base' (see virtq_set_base()) names
+ * two positions of a ring of 'size' entries with the used one at most a
+ * ring behind the avail one.  With 'size' 0 (SET_VRING_NUM has not come
+ * yet) there is nothing to check yet: virtq_can_run() checks again. */
+bool
+virtq_packed_base_ok(uint32_t base, uint16_t size)
+{
+    uint16_t avail = base & 0xffff;
+    uint16_t used = base >> 16 ? base >> 16 : avail;
+
+    return !size || virtq_packed_positions_ok__(avail, used, size);
+}
+
 /* Returns the ring position in the encoding virtq_set_base() reads, for
- * GET_VRING_BASE.  Bursts write back every descriptor they take, so a
- * stopped packed ring has its used position equal to its avail one. */
+ * GET_VRING_BASE: on a packed ring both positions, as QEMU reads them back
+ * (bursts write back every descriptor they take, so a stopped ring has
+ * its used position equal to its avail one, unless it was set up with
+ * descriptors in flight that the driver never got back). */
 uint32_t
 virtq_get_base(const struct virtq *vq)
 {
     if (vq->packed) {
-        return (vq->last_avail_idx & 0x7fff)
-               | ((uint32_t) vq->avail_wrap_counter << 15);
+        return virtq_packed_pos__(vq->last_avail_idx, vq->avail_wrap_counter)
+               | (uint32_t) virtq_packed_pos__(vq->last_used_idx,
+                                               vq->used_wrap_counter) << 16;
     }
     return vq->last_avail_idx;
 }

@@ -145,6 +145,7 @@ bool virtq_map(struct virtq *, const struct guest_mem *);
 void virtq_unmap(struct virtq *);
 bool virtq_can_run(const struct virtq *);
 void virtq_set_base(struct virtq *, uint32_t base);
+bool virtq_packed_base_ok(uint32_t base, uint16_t size);
 void virtq_configure(struct virtq *, uint64_t features);
 uint32_t virtq_get_base(const struct virtq *);
 

@@ -1919,11 +1919,14 @@ tfe_vq_pset_position(struct tfe_vq *vq, uint32_t base)
     }
 }
 
-/* Returns the driver's position as SET_VRING_BASE encodes it. */
+/* Returns the driver's positions as QEMU encodes them for SET_VRING_BASE:
+ * the next avail one in bits 0..15, the next used one in bits 16..31, each
+ * an index with its wrap counter in the top bit. */
 uint32_t
 tfe_vq_pbase(const struct tfe_vq *vq)
 {
-    return vq->next_avail | ((uint32_t) vq->avail_wrap << 15);
+    return (vq->next_avail | ((uint32_t) vq->avail_wrap << 15))
+           | (vq->next_used | ((uint32_t) vq->used_wrap << 15)) << 16;
 }
 
 /* Writes the driver event suppression area (§2.8.10): 'off_wrap', then

@@ -541,8 +541,11 @@ struct tfe_pevent {
 #define TFE_PEVENT_DISABLE 1
 #define TFE_PEVENT_DESC 2
 
-/* SET_VRING_BASE of a fresh packed ring: position 0, wrap counter 1. */
+/* SET_VRING_BASE of a fresh packed ring: position 0, wrap counter 1, as
+ * DPDK's virtio-user sends it (the avail half only); GET_VRING_BASE gives
+ * both halves, as QEMU sends them. */
 #define TFE_PACKED_BASE_INIT 0x8000u
+#define TFE_PACKED_BASE_INIT2 0x80008000u
 #define TFE_PACKED_ID_POISON 0xffffu
 
 struct tfe_pdesc *tfe_vq_pdesc(struct tfe_vq *, unsigned int k);

@@ -765,6 +765,17 @@ dump_vring(struct pk *pk, unsigned int vring)
     }
 }
 
+/* What GET_VRING_BASE gives for 'vq' once the device has written back all
+ * it took and the driver has seen it: the driver's used position, as both
+ * the avail and the used half. */
+static uint32_t
+stopped_base(const struct tfe_vq *vq)
+{
+    uint32_t pos = vq->next_used | (uint32_t) vq->used_wrap << 15;
+
+    return pos | pos << 16;
+}
+
 /* Shows that queue pair 'qp' works: two packets each way, one at a time
  * (the ring may have a single slot), checked. */
 static void
@@ -1169,10 +1180,10 @@ run_wrap(const char *name, unsigned int size, uint64_t features,
         uint32_t base;
 
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(0), &base));
-        TU_CHECK_EQ(base, tx->next_used | (uint32_t) tx->used_wrap << 15);
+        TU_CHECK_EQ(base, stopped_base(tx));
         TU_CHECK_EQ(base, tfe_vq_pbase(tx));
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, RX(0), &base));
-        TU_CHECK_EQ(base, rx->next_used | (uint32_t) rx->used_wrap << 15);
+        TU_CHECK_EQ(base, stopped_base(rx));
     }
     /* With IN_ORDER, every used descriptor named a chain in flight, in
      * order, and receive never batched. */
@@ -1778,9 +1789,7 @@ run_bad_tx(const char *name, uint64_t features, bad_chain_fn *build,
     }
     expect_used(&pk.vq[TX(0)], ib, 0);
     expect_no_used(&pk.vq[TX(0)]);
-    TU_CHECK_EQ(tfe_vq_pbase(&pk.vq[TX(0)]),
-                pk.vq[TX(0)].next_used
-                | (uint32_t) pk.vq[TX(0)].used_wrap << 15);
+    TU_CHECK_EQ(tfe_vq_pbase(&pk.vq[TX(0)]), stopped_base(&pk.vq[TX(0)]));
 
     tu_log("and counted under the right reason");
     s = get_stats(&pk, TX(0));
@@ -3295,7 +3304,7 @@ reconnect(struct pk *pk, const struct pk_cfg *cfg)
         tu_log("  vring %u: GET_VRING_BASE %#"PRIx32" (driver: avail %u "
                "wrap %d, used %u wrap %d)", q, base[q], vq->next_avail,
                vq->avail_wrap, vq->next_used, vq->used_wrap);
-        TU_CHECK_EQ(base[q], vq->next_used | (uint32_t) vq->used_wrap << 15);
+        TU_CHECK_EQ(base[q], stopped_base(vq));
     }
     tfe_disconnect(pk->fe);
     TU_CHECK(tu_wait_port(pk->port, tu_port_disconnected, NULL,
@@ -3383,11 +3392,23 @@ resetup_vring(struct pk *pk, unsigned int q, uint32_t base)
 static void
 test_vring_base(void)
 {
+    /* Positions past the ring (in either half), and a used position
+     * ahead of the avail one: 0x10000 is avail 0 in the second lap with
+     * used 1 in the same lap, 0x80058000 avail 0 and used 5 both in the
+     * first lap. */
     static const uint32_t bad[] = {
-        0x10000, 0x18000, 0x1001f, UINT32_MAX, 33, 0x8021, 0x7fff, 0xffff,
-        0x8000 | 40,
+        0x10000, UINT32_MAX, 33, 0x8021, 0x7fff, 0xffff, 0x8000 | 40,
+        0x80058000, 0x00218000, 0x80218000, 0x80008021, 0x80010000 | 0x1f,
     };
-    static const uint32_t good[] = { 0, 32, 0x8000, 0x8020, 17, 0x8011 };
+    /* The avail half alone (DPDK's virtio-user), both halves equal
+     * (QEMU on a stopped ring), and used behind avail: 0x18000 is avail
+     * 0 in the third lap, used 1 in the second (32 descriptors in
+     * flight); 0x1001f avail 31 and used 1 in the second lap; 0x208005
+     * avail 5 in the third lap, used 32 in the second. */
+    static const uint32_t good[] = {
+        0, 32, 0x8000, 0x8020, 17, 0x8011, 0x80008000, 0x80118011,
+        0x00200020, 0x18000, 0x1001f, 0x208005,
+    };
     struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
     struct pk pk;
     uint32_t base;
@@ -3396,20 +3417,20 @@ test_vring_base(void)
     TU_CHECK(pk.fe->reply_ack);
     tu_log("a fresh ring: GET_VRING_BASE gives position 0, wrap counter 1");
     TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(1), &base));
-    TU_CHECK_EQ(base, TFE_PACKED_BASE_INIT);
+    TU_CHECK_EQ(base, TFE_PACKED_BASE_INIT2);
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         tu_log("SET_VRING_BASE %#"PRIx32" on a ring of 33 is rejected",
                bad[i]);
         CHECK_NACK(tfe_set_vring_base(pk.fe, TX(1), bad[i]));
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(1), &base));
-        TU_CHECK_EQ(base, TFE_PACKED_BASE_INIT);
+        TU_CHECK_EQ(base, TFE_PACKED_BASE_INIT2);
     }
     for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
         tu_log("SET_VRING_BASE %#"PRIx32" is taken and given back",
                good[i]);
         CHECK_ACK(tfe_set_vring_base(pk.fe, TX(1), good[i]));
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(1), &base));
-        TU_CHECK_EQ(base, good[i]);
+        TU_CHECK_EQ(base, good[i] >> 16 ? good[i] : good[i] | good[i] << 16);
     }
     CHECK_ACK(tfe_set_vring_base(pk.fe, TX(1), TFE_PACKED_BASE_INIT));
     TU_CHECK_OK(tfe_vring_setup(pk.fe, TX(1), 33));
@@ -3431,10 +3452,11 @@ test_vring_base(void)
                 TU_CHECK_OK(tfe_get_vring_base(pk.fe, q, &base));
                 TU_CHECK_EQ(base, tfe_vq_pbase(&pk.vq[q]));
                 /* 10 round trips of 2 packets on each vring. */
-                TU_CHECK_EQ(base, (((starts[i] & 0x7fff) + 20) % 33)
-                            | ((uint32_t) (!!(starts[i] & 0x8000)
-                                           ^ (((starts[i] & 0x7fff) + 20)
-                                              / 33 % 2)) << 15));
+                uint32_t pos = (((starts[i] & 0x7fff) + 20) % 33)
+                               | ((uint32_t) (!!(starts[i] & 0x8000)
+                                              ^ (((starts[i] & 0x7fff) + 20)
+                                                 / 33 % 2)) << 15);
+                TU_CHECK_EQ(base, pos | pos << 16);
             }
             for (unsigned int q = 0; q < 4; q++) {
                 TU_CHECK_OK(tfe_vring_setup(pk.fe, q, 33));
@@ -3506,9 +3528,9 @@ test_no_vring_base(void)
     }
     tu_log("after 10 packets each way on a ring of 7: position 3, wrap 0");
     TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(0), &base));
-    TU_CHECK_EQ(base, 3);
+    TU_CHECK_EQ(base, 0x00030003);
     TU_CHECK_OK(tfe_get_vring_base(pk.fe, RX(0), &base));
-    TU_CHECK_EQ(base, 3);
+    TU_CHECK_EQ(base, 0x00030003);
     pk_finish(&pk);
 }
 /* A frontend that sends SET_VRING_BASE while the split layout is still
@@ -3685,6 +3707,7 @@ test_num_after_base(void)
         TU_CHECK_OK(tfe_get_vring_base(pk.fe, TX(0), &base));
         tu_log("GET_VRING_BASE now gives %#"PRIx32, base);
         TU_CHECK((base & 0x7fff) < 33);
+        TU_CHECK((base >> 16 & 0x7fff) < 33);
     } else {
         tu_log("the engine did not start the ring: fine");
     }
