@@ -135,6 +135,9 @@ vhost_datapath_pending__(const struct virtq *vq)
 {
     if (!vq->packed) {
         const struct vring_avail *avail = vq->avail;
+        /* A metric only: acquire as the data path reads it (pairs with
+         * the driver's write barrier before it moves avail->idx), though
+         * nothing here reads the entries. */
         uint16_t n = __atomic_load_n(&avail->idx, __ATOMIC_ACQUIRE)
                      - vq->last_avail_idx;
         return MIN(n, vq->size);
@@ -147,6 +150,8 @@ vhost_datapath_pending__(const struct virtq *vq)
 
     for (unsigned int seen = 0; seen < MIN(vq->size, VHOST_PENDING_PACKED_MAX);
          seen++) {
+        /* Pairs with the driver's write barrier before it sets the
+         * flags; only the flags are read. */
         uint16_t flags = __atomic_load_n(&ring[i].flags, __ATOMIC_ACQUIRE);
         if (!vring_packed_desc_is_avail(flags, wrap)) {
             break;

@@ -46,6 +46,10 @@ struct virtq_packed_used {
  * which is all that its one used descriptor says (§2.8.8). */
 struct virtq_packed_shadow {
     unsigned int n;             /* Chains used in this burst. */
+    unsigned int written;       /* Of them, in the ring already, all but
+                                 * the first one's flags. */
+    uint16_t head_idx;          /* Where the first one went, and its */
+    uint16_t head_flags;        /* flags, stored last. */
     uint16_t last_id;           /* In order: the last one's buffer id. */
     uint32_t count;             /* In order: ring descriptors they took. */
     struct virtq_packed_used elems[VIRTQ_PACKED_SHADOW_SIZE];
@@ -251,6 +255,9 @@ static inline void
 virtq_packed_shadow_init__(struct virtq_packed_shadow *sh)
 {
     sh->n = 0;
+    sh->written = 0;
+    sh->head_idx = 0;
+    sh->head_flags = 0;
     sh->last_id = 0;
     sh->count = 0;
 }
@@ -274,7 +281,9 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     }
     ring[idx].id = sh->last_id;
     ring[idx].len = 0;
-    /* The id before the flags that hand the descriptor to the driver. */
+    /* The id before the flags that hand the descriptor to the driver:
+     * pairs with the driver's read barrier between seeing the flags used
+     * and reading the id. */
     __atomic_store_n(&ring[idx].flags,
                      vq->used_wrap_counter
                      ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
@@ -297,23 +306,21 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     sh->n = 0;
 }
 
-/* Writes the shadow used descriptors into the ring.  §2.8.5: a used
+/* Writes the shadow used descriptors that are not in the ring yet, every
+ * field of them but the burst's first descriptor's flags.  §2.8.5: a used
  * descriptor has AVAIL and USED both equal to the device's wrap counter.
- * Every field and every flag but the first descriptor's are written
- * first; then, after one release barrier, the first one's flags, so the
- * driver, which polls that descriptor, sees the whole burst at once. */
+ * The driver polls the first one, so it sees none of the others before
+ * virtq_packed_flush_used__() hands it over.  Called as the burst goes,
+ * a batch at a time, so that taking the ring's cache lines back from the
+ * driver's CPU overlaps with copying the next packets rather than
+ * queueing up, line after line, at the end of the burst. */
 static inline void
-virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
+virtq_packed_write_used__(struct virtq *vq, struct virtq_ctx *ctx,
                           struct virtq_packed_shadow *sh)
 {
     struct vring_packed_desc *ring = vq->desc;
-    uint16_t head_idx = vq->last_used_idx;
-    uint16_t head_flags = 0;
 
-    if (!sh->n) {
-        return;
-    }
-    for (unsigned int i = 0; i < sh->n; i++) {
+    for (unsigned int i = sh->written; i < sh->n; i++) {
         const struct virtq_packed_used *u = &sh->elems[i];
         uint16_t idx = vq->last_used_idx;
         uint16_t flags = vq->used_wrap_counter
@@ -326,7 +333,8 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
         ring[idx].id = u->id;
         ring[idx].len = u->len;
         if (i == 0) {
-            head_flags = flags;
+            sh->head_idx = idx;
+            sh->head_flags = flags;
         } else {
             __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELAXED);
         }
@@ -338,10 +346,28 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
                                u->count, vq->size);
     }
+    sh->written = sh->n;
+}
+
+/* Writes what is left of the shadow used descriptors into the ring and
+ * then, after one release barrier, the first one's flags, so that the
+ * driver, which polls that descriptor, sees the whole burst at once. */
+static inline void
+virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
+                          struct virtq_packed_shadow *sh)
+{
+    struct vring_packed_desc *ring = vq->desc;
+
+    if (!sh->n) {
+        return;
+    }
+    virtq_packed_write_used__(vq, ctx, sh);
     /* The one barrier of the write-back: every descriptor above before
-     * the head's flags. */
-    __atomic_store_n(&ring[head_idx].flags, head_flags, __ATOMIC_RELEASE);
-    sh->n = 0;
+     * the head's flags (pairs with the driver's read barrier between
+     * seeing the head used and reading the descriptors). */
+    __atomic_store_n(&ring[sh->head_idx].flags, sh->head_flags,
+                     __ATOMIC_RELEASE);
+    sh->n = sh->written = 0;
 }
 
 /* Tells the driver about used descriptors written since 'old_idx' /
@@ -466,6 +492,9 @@ virtq_packed_dequeue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         || pos + VIRTQ_PACKED_BATCH > vq->size) {
         return false;
     }
+    /* The flags first, each with acquire: the other fields only once the
+     * flags say available (pairs with the driver's write barrier before it
+     * sets a descriptor's flags). */
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
         d[i].flags = __atomic_load_n(&ring[pos + i].flags, __ATOMIC_ACQUIRE);
     }
@@ -566,6 +595,9 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                                             host_ol)) {
             out += VIRTQ_PACKED_BATCH;
             chains += VIRTQ_PACKED_BATCH;
+            if (!in_order) {
+                virtq_packed_write_used__(vq, ctx, &sh);
+            }
             continue;
         }
 
@@ -740,7 +772,8 @@ static OVS_ALWAYS_INLINE bool
 virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
                              const struct vhost_pkt *pkts,
                              struct virtq_packed_shadow *sh,
-                             const uint32_t hdr_len)
+                             const uint32_t hdr_len, const bool hdr_cmp,
+                             unsigned int *hdr_storedp)
 {
     const struct vring_packed_desc *ring = vq->desc;
     uint16_t pos = vq->last_avail_idx;
@@ -752,6 +785,9 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         || pos + VIRTQ_PACKED_BATCH > vq->size) {
         return false;
     }
+    /* The flags first, each with acquire: the other fields only once the
+     * flags say available (pairs with the driver's write barrier before it
+     * sets a descriptor's flags). */
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
         d[i].flags = __atomic_load_n(&ring[pos + i].flags, __ATOMIC_ACQUIRE);
     }
@@ -786,19 +822,19 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         if (!hva[i] || avail != d[i].len) {
             return false;
         }
-        /* The four headers' lines (read first) and the packets' first
-         * lines (written) all at once, so that their misses overlap. */
+        /* The four headers' lines and the packets' first lines all at
+         * once, so that their misses overlap. */
         __builtin_prefetch(hva[i]);
         __builtin_prefetch(hva[i] + hdr_len, 1);
     }
 
-    /* Committed: every descriptor of the batch is used. */
+    /* Committed: every descriptor of the batch is used.  The packets go
+     * first and the headers after them: a header that has to be compared
+     * (virtq_hdr_mode_begin()) stalls until its line arrives, and the
+     * copies give the prefetches above some of that time. */
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
         const struct vhost_pkt *p = &pkts[i];
-        struct virtio_net_hdr hdr;
 
-        virtio_net_hdr_build(&hdr, &p->ol, 1);
-        virtq_hdr_store(hva[i], &hdr, hdr_len);
         virtq_copy(hva[i] + hdr_len, p->data, p->len);
         if (OVS_UNLIKELY(ctx->log)) {
             vhost_dirty_log_write(ctx->log, d[i].addr, hdr_len + p->len);
@@ -806,6 +842,12 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_count_pkt(&vq->stats, p->data, p->len);
         virtq_packed_id_take__(vq, d[i].id);
         virtq_packed_shadow_add__(sh, d[i].id, 1, hdr_len + p->len, false);
+    }
+    for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
+        struct virtio_net_hdr hdr;
+
+        virtio_net_hdr_build(&hdr, &pkts[i].ol, 1);
+        *hdr_storedp += virtq_hdr_store(hva[i], &hdr, hdr_len, hdr_cmp);
     }
     virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
                            VIRTQ_PACKED_BATCH, vq->size);
@@ -832,6 +874,8 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_packed_shadow_init__(&sh);
     virtq_packed_ids_begin__(vq);
     n = MIN(n, VHOST_MAX_BURST);
+    const bool hdr_cmp = virtq_hdr_mode_begin(vq);
+    unsigned int hdr_stored = 0, hdr_put = 0;
 
     while (done < n) {
         const struct vhost_pkt *p = &pkts[done];
@@ -839,8 +883,11 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         if (done + VIRTQ_PACKED_BATCH <= n
             && sh.n + VIRTQ_PACKED_BATCH <= VIRTQ_PACKED_SHADOW_SIZE
-            && virtq_packed_enqueue_batch__(vq, ctx, p, &sh, hdr_len)) {
+            && virtq_packed_enqueue_batch__(vq, ctx, p, &sh, hdr_len,
+                                            hdr_cmp, &hdr_stored)) {
             done += VIRTQ_PACKED_BATCH;
+            hdr_put += VIRTQ_PACKED_BATCH;
+            virtq_packed_write_used__(vq, ctx, &sh);
             continue;
         }
 
@@ -858,7 +905,9 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         struct virtio_net_hdr hdr;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-        virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
+        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len,
+                                      p, ctx->log, hdr_cmp);
+        hdr_put++;
         for (unsigned int c = 0; c < n_chains; c++) {
             if (in_order) {
                 sh.elems[chains[c].shadow_idx].len = chains[c].written;
@@ -869,8 +918,14 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         virtq_count_pkt(&vq->stats, p->data, p->len);
         done++;
+        if (sh.n - sh.written >= VIRTQ_PACKED_BATCH) {
+            /* Every entry so far is final: reserve__() only takes back
+             * entries it added itself. */
+            virtq_packed_write_used__(vq, ctx, &sh);
+        }
     }
 
+    virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_packed_flush_used__(vq, ctx, &sh);
     virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
     return done;

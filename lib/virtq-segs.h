@@ -156,41 +156,52 @@ virtq_segs_add(const struct guest_mem *mem, uint64_t addr, uint32_t len,
 }
 
 /* Enqueue: stores the 'hdr_len'-byte virtio-net header 'hdr' at 'dst' in
- * a guest RX buffer, unless those bytes are there already.  Drivers put
- * the header in the headroom before the packet, so it has a cache line of
- * its own, which the driver reads for every packet (num_buffers, flags).
- * A store takes that line from the driver's cache each time and the
- * driver's next read fetches it back: two transfers between CPUs per
- * packet.  Headers repeat (no offload, one buffer), so most packets find
- * theirs in place and the line stays shared.  What the guest writes there
- * meanwhile is its own business: the bytes are in its own buffer. */
-static inline __attribute__((always_inline)) void
-virtq_hdr_store(void *dst, const void *hdr, const uint32_t hdr_len)
+ * a guest RX buffer.  With 'cmp', only if those bytes are not there
+ * already: drivers put the header in the headroom before the packet, so
+ * it has a cache line of its own, which the driver reads for every packet
+ * (num_buffers, flags).  A store takes that line from the driver's cache
+ * each time and the driver's next read fetches it back: two transfers
+ * between CPUs per packet, which headers that repeat can save (the line
+ * stays shared).  Without 'cmp' the store goes straight to the store
+ * buffer, and does not wait for a line the driver holds (see
+ * virtq_hdr_mode_begin() for which to use).  What the guest writes there
+ * meanwhile is its own business: the bytes are in its own buffer.
+ * Returns true if it stored the header. */
+static inline __attribute__((always_inline)) bool
+virtq_hdr_store(void *dst, const void *hdr, const uint32_t hdr_len,
+                const bool cmp)
 {
-    /* 10 or 12 bytes: two loads each side, no libc call. */
-    const uint32_t tail = hdr_len == 12 ? 4 : 2;
-    uint64_t have8, want8;
-    uint32_t have4 = 0, want4 = 0;
+    if (cmp) {
+        /* 10 or 12 bytes: two loads each side, no libc call. */
+        const uint32_t tail = hdr_len == 12 ? 4 : 2;
+        uint64_t have8, want8;
+        uint32_t have4 = 0, want4 = 0;
 
-    memcpy(&have8, dst, 8);
-    memcpy(&want8, hdr, 8);
-    memcpy(&have4, (const uint8_t *) dst + 8, tail);
-    memcpy(&want4, (const uint8_t *) hdr + 8, tail);
-    if (have8 != want8 || have4 != want4) {
-        memcpy(dst, hdr, hdr_len);
+        memcpy(&have8, dst, 8);
+        memcpy(&want8, hdr, 8);
+        memcpy(&have4, (const uint8_t *) dst + 8, tail);
+        memcpy(&want4, (const uint8_t *) hdr + 8, tail);
+        if (have8 == want8 && have4 == want4) {
+            return false;
+        }
     }
+    memcpy(dst, hdr, hdr_len);
+    return true;
 }
 
 /* Enqueue, for both ring layouts: writes the 'hdr_len'-byte virtio-net
  * header 'hdr' and then the packet of 'p' into the segments of the
  * 'n_chains' chains in 'chains', which the caller reserved with room for
  * both, and stores in each chain's 'written' the bytes that went into it.
- * Marks what it writes in 'log', if any. */
-static OVS_ALWAYS_INLINE void
+ * Marks what it writes in 'log', if any.  The header goes in as
+ * virtq_hdr_store() with 'cmp' puts it; returns true if it was stored. */
+static OVS_ALWAYS_INLINE bool
 virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
                 unsigned int n_chains, const void *hdr, uint32_t hdr_len,
-                const struct vhost_pkt *p, struct vhost_dirty_log *log)
+                const struct vhost_pkt *p, struct vhost_dirty_log *log,
+                bool cmp)
 {
+    bool stored = true;
     unsigned int seg = 0;
     uint32_t off = 0;
 
@@ -198,17 +209,17 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
         /* The usual case: header and packet in one guest buffer. */
         uint8_t *dst = segs->segs[0].hva;
 
-        virtq_hdr_store(dst, hdr, hdr_len);
+        stored = virtq_hdr_store(dst, hdr, hdr_len, cmp);
         virtq_copy(dst + hdr_len, p->data, p->len);
         if (OVS_UNLIKELY(log)) {
             vhost_dirty_log_write(log, segs->segs[0].gpa, hdr_len + p->len);
         }
         chains[0].written = hdr_len + p->len;
-        return;
+        return stored;
     }
 
     if (OVS_LIKELY(segs->segs[0].len >= hdr_len)) {
-        virtq_hdr_store(segs->segs[0].hva, hdr, hdr_len);
+        stored = virtq_hdr_store(segs->segs[0].hva, hdr, hdr_len, cmp);
         off = hdr_len;
     } else {
         vhost_cold_scatter(segs, &seg, &off, hdr, hdr_len);
@@ -252,6 +263,7 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
             hl -= n_bytes;
         }
     }
+    return stored;
 }
 
 #endif /* virtq-segs.h */

@@ -257,9 +257,11 @@ virtq_split_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
 /* Tells the guest about used buffers from 'old' to the current used index,
  * if it asked to be told (§2.7.7 and, with EVENT_IDX, §2.7.10), and asks it
  * not to kick us: the queue is polled.  'event_idx' is constant in each
- * specialised copy. */
+ * specialised copy.  Both requests are writes to the used ring, and are
+ * marked in 'ctx''s dirty log like the others. */
 static inline void
-virtq_split_notify__(struct virtq *vq, uint16_t old, bool event_idx)
+virtq_split_notify__(struct virtq *vq, const struct virtq_ctx *ctx,
+                     uint16_t old, bool event_idx)
 {
     struct vring_avail *avail = vq->avail;
     struct vring_used *used = vq->used;
@@ -280,12 +282,19 @@ virtq_split_notify__(struct virtq *vq, uint16_t old, bool event_idx)
             __atomic_store_n(avail_event,
                              (uint16_t) (vq->last_avail_idx + 0x8000),
                              __ATOMIC_RELAXED);
+            if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+                vhost_dirty_log_write(ctx->log, vq->log_gpa + 4
+                                      + 8 * (uint64_t) vq->size, 2);
+            }
         }
     } else if (OVS_UNLIKELY(!vq->avail_event_set)) {
         /* Once per start of the queue. */
         vq->avail_event_set = true;
         __atomic_store_n(&used->flags, VRING_USED_F_NO_NOTIFY,
                          __ATOMIC_RELAXED);
+        if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+            vhost_dirty_log_write(ctx->log, vq->log_gpa, 2);
+        }
     }
 
     if (old == new_idx) {
@@ -443,7 +452,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     } else {
         virtq_split_flush_used__(vq, ctx, &sh);
     }
-    virtq_split_notify__(vq, old_used, event_idx);
+    virtq_split_notify__(vq, ctx, old_used, event_idx);
     return out;
 }
 
@@ -586,6 +595,8 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         return 0;
     }
     uint16_t avail_left = virtq_split_avail_count__(vq);
+    const bool hdr_cmp = virtq_hdr_mode_begin(vq);
+    unsigned int hdr_stored = 0, hdr_put = 0;
     sh.n = 0;
     sh.last_id = 0;
     /* Only for gcc's -Wmaybe-uninitialized, once the specialised copies
@@ -618,7 +629,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         /* Header, then packet, into the reserved segments. */
         struct virtio_net_hdr hdr;
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-        virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len, p, ctx->log);
+        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len,
+                                      p, ctx->log, hdr_cmp);
+        hdr_put++;
         for (unsigned int c = 0; c < n_chains; c++) {
             if (in_order) {
                 sh.elems[chains[c].shadow_idx].len = chains[c].written;
@@ -631,8 +644,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         done++;
     }
 
+    virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_split_flush_used__(vq, ctx, &sh);
-    virtq_split_notify__(vq, old_used, event_idx);
+    virtq_split_notify__(vq, ctx, old_used, event_idx);
     return done;
 }
 

@@ -25,6 +25,7 @@ virtq_init(struct virtq *vq, unsigned int index)
     vq->index = index;
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
     vq->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
+    vq->hdr_cmp = true;
     virtq_configure(vq, 0);
 }
 

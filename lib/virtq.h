@@ -135,6 +135,9 @@ struct virtq {
     bool avail_event_set;           /* Kick suppression written (split:
                                      * NO_NOTIFY or avail_event). */
     uint16_t avail_event_base;      /* last_avail_idx when written. */
+    bool hdr_cmp;                   /* Enqueue: compare RX headers first
+                                     * (virtq_hdr_mode_begin()). */
+    uint8_t hdr_probe;              /* Bursts until comparing again. */
     struct vhost_queue_stats stats;
     struct vhost_ratelimit rl;      /* Guest-caused log messages. */
 };
@@ -175,6 +178,39 @@ virtq_drop(struct virtq *vq, enum vhost_drop_reason reason)
     vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: dropping a "
                  "descriptor chain: %s", vq->name, vq->index,
                  vhost_drop_reason_to_string(reason));
+}
+
+/* How enqueue stores the virtio-net headers of a burst (virtq_hdr_store()):
+ * comparing each with what the guest buffer holds and storing it only if
+ * it differs, or storing it outright.  Comparing keeps the line shared
+ * with the driver when headers repeat (a Linux guest's RX buffers hold
+ * the header we stored last time), but stalls on a line the driver wrote
+ * last, where the store is needed anyway: a DPDK driver pushes each TX
+ * header into the mbuf headroom, and posts that mbuf for RX later.  So a
+ * burst that compared and found most headers different makes the next
+ * VIRTQ_HDR_PROBE bursts store outright; then one burst compares again.
+ * Returns the mode for this burst. */
+#define VIRTQ_HDR_PROBE 64
+
+static inline bool
+virtq_hdr_mode_begin(struct virtq *vq)
+{
+    if (!vq->hdr_cmp && !--vq->hdr_probe) {
+        vq->hdr_cmp = true;
+    }
+    return vq->hdr_cmp;
+}
+
+/* Ends a burst that stored 'stored' of the 'n' headers it put, in mode
+ * 'cmp' (from virtq_hdr_mode_begin()). */
+static inline void
+virtq_hdr_mode_end(struct virtq *vq, bool cmp, unsigned int n,
+                   unsigned int stored)
+{
+    if (cmp && stored * 2 > n) {
+        vq->hdr_cmp = false;
+        vq->hdr_probe = VIRTQ_HDR_PROBE;
+    }
 }
 
 /* Statistics for one packet of 'len' bytes starting with 'eth'. */
