@@ -1297,6 +1297,86 @@ test_bad_direction_tx(void)
                REASON(BAD_DIRECTION));
 }
 
+/* The engine's log, counted: messages about dropped chains, and how many
+ * of them said others were suppressed. */
+struct rl_count {
+    unsigned int drops;
+    unsigned int suppressed;
+};
+
+static void
+rl_count_handler(enum vhost_log_level level, const char *msg, void *aux)
+{
+    struct rl_count *c = aux;
+
+    if (level == VHOST_LOG_WARN
+        && strstr(msg, "dropping a descriptor chain: buffer outside guest "
+                       "memory")) {
+        c->drops++;
+        if (strstr(msg, "similar messages suppressed")) {
+            c->suppressed++;
+        }
+    }
+}
+
+/* A guest that sends bad chains as fast as it can gets each one counted,
+ * but only a burst of messages (20, then 1 a second), with the number
+ * suppressed in the next one; another queue's messages have their own
+ * budget. */
+static void
+test_drop_log_rate(void)
+{
+    struct dp_cfg cfg = { .features = DP_FULL };
+    struct vhost_pkt out[VHOST_MAX_BURST];
+    struct rl_count c = { 0, 0 };
+    struct dp dp;
+    unsigned int n_bad = 0;
+
+    dp_start(&dp, "drop-log-rate", &cfg);
+    vhost_log_set_handler(rl_count_handler, &c);
+
+    tu_log("600 chains in the gap on queue pair 0, 200 at a time");
+    for (int round = 0; round < 3; round++) {
+        uint16_t heads[200];
+
+        for (int i = 0; i < 200; i++) {
+            heads[i] = post_one(&dp.vq[TX(0)], DP_GAP_GPA, 100, 0);
+        }
+        /* Bounded work: each call takes at most a burst of them. */
+        for (int calls = 0; calls < 10; calls++) {
+            TU_CHECK_EQ(dq(&dp, 0, out, VHOST_MAX_BURST), 0);
+        }
+        n_bad += 200;
+        TU_CHECK_EQ(get_stats(&dp, TX(0)).drops[VHOST_DROP_BAD_ADDR], n_bad);
+        for (int i = 0; i < 200; i++) {
+            expect_used(&dp.vq[TX(0)], heads[i], 0);
+        }
+    }
+    tu_log("%u messages for 600 drops", c.drops);
+    TU_CHECK(c.drops >= 20 && c.drops <= 25);
+
+    tu_log("queue pair 1's first drop is logged all the same");
+    c.drops = 0;
+    uint16_t h = post_one(&dp.vq[TX(1)], DP_GAP_GPA, 100, 0);
+    TU_CHECK_EQ(dq(&dp, 1, out, VHOST_MAX_BURST), 0);
+    TU_CHECK_EQ(get_stats(&dp, TX(1)).drops[VHOST_DROP_BAD_ADDR], 1);
+    TU_CHECK_EQ(c.drops, 1);
+    expect_used(&dp.vq[TX(1)], h, 0);
+
+    tu_log("a second later, queue pair 0 logs again and says how many it "
+           "held back");
+    usleep(1100 * 1000);
+    c.drops = c.suppressed = 0;
+    h = post_one(&dp.vq[TX(0)], DP_GAP_GPA, 100, 0);
+    TU_CHECK_EQ(dq(&dp, 0, out, VHOST_MAX_BURST), 0);
+    TU_CHECK_EQ(c.drops, 1);
+    TU_CHECK_EQ(c.suppressed, 1);
+    expect_used(&dp.vq[TX(0)], h, 0);
+
+    vhost_log_set_handler(NULL, NULL);
+    dp_finish(&dp);
+}
+
 static void
 test_bad_addr_tx(void)
 {
@@ -2074,6 +2154,52 @@ test_dirty_log(void)
         rx_expect(&dp, 1, a, 1000, NULL, 1, "enqueue without F_LOG");
         free(a);
     }
+
+    dlog_finish(&dl);
+    dp_finish(&dp);
+}
+
+/* The device's other writes to the used ring are logged too: with
+ * EVENT_IDX, avail_event (after the ring's last entry), which a ring of
+ * 1024 puts on the page after the one with the index and the first
+ * entries. */
+static void
+test_dirty_log_event(void)
+{
+    struct dp_cfg cfg = {
+        .features = DP_FULL | F(VHOST_F_LOG_ALL),
+        .queue_size = 1024, .log_used = true, .used_align = PAGE,
+    };
+    struct vhost_pkt out[4];
+    struct dlog dl;
+    struct dp dp;
+    uint8_t *a;
+
+    dp_start(&dp, "dirty-log-event", &cfg);
+    dlog_start(&dp, &dl);
+
+    tu_log("the first dequeue burst writes avail_event, 8 KiB past the "
+           "used index: both pages are marked");
+    a = new_pkt(&dp, 300, MAC_UNICAST);
+    tx_post(&dp, 0, NULL, a, 300, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 1);
+    release_pkts(out, 4);
+    {
+        uint64_t used = tfe_vq_used_gpa(&dp.vq[TX(0)]);
+
+        mark_pages(dl.exp, used, 4 + 8);
+        mark_pages(dl.exp, used + 4 + 8 * 1024, 2);
+        TU_CHECK_EQ(used % PAGE, 0);
+    }
+    dlog_check(&dp, &dl, "first dequeue, avail_event");
+
+    tu_log("later bursts leave avail_event as it is: the used page only");
+    tx_post(&dp, 0, NULL, a, 300, NULL);
+    TU_CHECK_EQ(dq(&dp, 0, out, 4), 1);
+    release_pkts(out, 4);
+    mark_pages(dl.exp, tfe_vq_used_gpa(&dp.vq[TX(0)]), 4 + 16);
+    dlog_check(&dp, &dl, "second dequeue");
+    free(a);
 
     dlog_finish(&dl);
     dp_finish(&dp);
@@ -3429,8 +3555,12 @@ const struct tu_test tu_datapath_tests[] = {
       "the 10-byte header over several descriptors" },
     { "dp-hdr-split-v1-nomrg", test_hdr_split_v1_nomrg,
       "the 12-byte header without MRG_RXBUF over several descriptors" },
+    { "dp-drop-log-rate", test_drop_log_rate,
+      "a drop is counted every time, logged at a limited rate" },
     { "dp-dirty-log", test_dirty_log,
       "dirty log: exactly the pages written" },
+    { "dp-dirty-log-event", test_dirty_log_event,
+      "dirty log: avail_event is a used-ring write too" },
     { "dp-dirty-log-migration", test_dirty_log_migration,
       "dirty log starts with VHOST_F_LOG_ALL mid-run" },
     { "dp-notify", test_notify_flags,

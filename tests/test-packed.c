@@ -2735,11 +2735,18 @@ io_features(bool packed, uint64_t features)
  * used descriptor, the driver's position moving past every chain of the
  * burst.  Nothing else of the ring is written.  Chains of every shape
  * (one descriptor, several, indirect, a dropped one) in bursts of 1 to
- * 8 chains over a ring of 32 that wraps many times. */
+ * 8 chains over a ring of 32 that wraps many times.  'without' leaves
+ * features out of PK_FULL, for the other specialised copies: EVENT_IDX,
+ * or the host offloads, without which the header that asks for a
+ * checksum outside the packet is not read, and the chain is not bad. */
 static void
-run_in_order_dequeue(bool packed)
+run_in_order_dequeue(bool packed, uint64_t without)
 {
-    struct pk_cfg cfg = cfg_sized(io_features(packed, PK_FULL), 32);
+    struct pk_cfg cfg = cfg_sized(io_features(packed, PK_FULL & ~without),
+                                  32);
+    const bool host_ol = !(without & (F(VIRTIO_NET_F_CSUM)
+                                      | F(VIRTIO_NET_F_HOST_TSO4)
+                                      | F(VIRTIO_NET_F_HOST_TSO6)));
     struct vhost_pkt out[16];
     unsigned int n_pkts = 0, n_bad = 0;
     struct pk pk;
@@ -2749,7 +2756,8 @@ run_in_order_dequeue(bool packed)
     TU_CHECK(vq->in_order);
     for (unsigned int round = 0; round < 40; round++) {
         unsigned int n = 1 + round % 8;     /* Chains this burst. */
-        unsigned int bad = round % 3 ? n : round % n;   /* Which is bad. */
+        /* Which is bad, if any (none without host offloads). */
+        unsigned int bad = round % 3 || !host_ol ? n : round % n;
         uint8_t *pkts[8];
         int ids[8];
         uint16_t used0 = 0, slot_after = 0;
@@ -2841,16 +2849,56 @@ run_in_order_dequeue(bool packed)
     pk_finish(&pk);
 }
 
+#define PK_HOST_OL \
+    (F(VIRTIO_NET_F_CSUM) | F(VIRTIO_NET_F_HOST_TSO4) \
+     | F(VIRTIO_NET_F_HOST_TSO6))
+
 static void
 test_in_order_dequeue_split(void)
 {
-    run_in_order_dequeue(false);
+    run_in_order_dequeue(false, 0);
 }
 
 static void
 test_in_order_dequeue_packed(void)
 {
-    run_in_order_dequeue(true);
+    run_in_order_dequeue(true, 0);
+}
+
+static void
+test_in_order_dequeue_split_noevt(void)
+{
+    run_in_order_dequeue(false, PK_EVT);
+}
+
+static void
+test_in_order_dequeue_packed_noevt(void)
+{
+    run_in_order_dequeue(true, PK_EVT);
+}
+
+static void
+test_in_order_dequeue_split_nool(void)
+{
+    run_in_order_dequeue(false, PK_HOST_OL);
+}
+
+static void
+test_in_order_dequeue_packed_nool(void)
+{
+    run_in_order_dequeue(true, PK_HOST_OL);
+}
+
+static void
+test_in_order_dequeue_split_nool_noevt(void)
+{
+    run_in_order_dequeue(false, PK_HOST_OL | PK_EVT);
+}
+
+static void
+test_in_order_dequeue_packed_nool_noevt(void)
+{
+    run_in_order_dequeue(true, PK_HOST_OL | PK_EVT);
 }
 
 /* Enqueue with IN_ORDER and MRG_RXBUF: one used element per chain, each
@@ -4829,6 +4877,18 @@ const struct tu_test tu_packed_tests[] = {
       "split: one used entry per dequeue burst, in order" },
     { "io-dequeue-packed", test_in_order_dequeue_packed,
       "packed: one used descriptor per dequeue burst, in order" },
+    { "io-dequeue-split-noevt", test_in_order_dequeue_split_noevt,
+      "split: in-order dequeue without EVENT_IDX" },
+    { "io-dequeue-packed-noevt", test_in_order_dequeue_packed_noevt,
+      "packed: in-order dequeue without EVENT_IDX" },
+    { "io-dequeue-split-nool", test_in_order_dequeue_split_nool,
+      "split: in-order dequeue without host offloads" },
+    { "io-dequeue-packed-nool", test_in_order_dequeue_packed_nool,
+      "packed: in-order dequeue without host offloads" },
+    { "io-dequeue-split-nool-noevt", test_in_order_dequeue_split_nool_noevt,
+      "split: in-order dequeue without host offloads or EVENT_IDX" },
+    { "io-dequeue-packed-nool-noevt", test_in_order_dequeue_packed_nool_noevt,
+      "packed: in-order dequeue without host offloads or EVENT_IDX" },
     { "io-enqueue-split", test_in_order_enqueue_split,
       "split: enqueue used entries in avail order, MRG and a bad chain" },
     { "io-enqueue-packed", test_in_order_enqueue_packed,
