@@ -226,6 +226,23 @@ median () {
                   else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# paired RING SIZE MRG COLUMN: median over the runs of ours / DPDK's value
+# of COLUMN in the same run number, which ran back to back: on this kind
+# of machine the speed of the loop drifts from minute to minute with where
+# the host puts the two vCPUs, and a ratio taken within one pair of runs
+# keeps most of that drift out.
+paired () {
+    awk -F, -v r="$1" -v s="$2" -v m="$3" -v c="$4" '
+        $2 == r && $3 == s && $4 == m { v[$1, $5] = $c; runs[$5] = 1 }
+        END { for (k in runs)
+                  if (v["dpdk", k] + 0 > 0 && v["ovs", k] + 0 > 0)
+                      print v["ovs", k] / v["dpdk", k] }' "$out/raw.csv" |
+        sort -g | awk '{ v[NR] = $1 }
+            END { if (!NR) print "";
+                  else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2];
+                  else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 echo "backend,ring,size,mrg_rxbuf,run,mpps,cycles_per_packet,others_busy" > "$out/raw.csv"
 log "frontend forwarding lcore on CPU $fe_cpu, backend on CPU $be_cpu;" \
     "$reps runs of ${duration}s per row and backend, the backends alternating"
@@ -259,7 +276,7 @@ done
 # Summary: one row per ring x size x mrg.  The last four columns compare
 # each backend's packed row with its split row (empty for split rows, or
 # without a split row).
-echo "ring,size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio,ovs_packed_split_mpps,ovs_packed_split_cycles,dpdk_packed_split_mpps,dpdk_packed_split_cycles" > "$out/summary.csv"
+echo "ring,size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio,ovs_packed_split_mpps,ovs_packed_split_cycles,dpdk_packed_split_mpps,dpdk_packed_split_cycles,paired_mpps_ratio,paired_cycles_ratio" > "$out/summary.csv"
 for ring in $rings; do
     for size in $sizes; do
         for mrg in $mrgs; do
@@ -271,25 +288,26 @@ for ring in $rings; do
             else
                 sdm=nan sdc=nan som=nan soc=nan
             fi
-            echo "$ring $size $mrg $dm $dc $om $oc $som $soc $sdm $sdc" | awk '
+            pm=$(paired "$ring" "$size" "$mrg" 6); pc=$(paired "$ring" "$size" "$mrg" 7)
+            echo "$ring $size $mrg $dm $dc $om $oc $som $soc $sdm $sdc" | awk -v pm="$pm" -v pc="$pc" '
                 function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "" }
-                { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, $7,
+                { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, $7,
                          ratio($6, $4), ratio($7, $5), ratio($6, $8), ratio($7, $9),
-                         ratio($4, $10), ratio($5, $11) }' \
+                         ratio($4, $10), ratio($5, $11), pm, pc }' \
                 >> "$out/summary.csv"
         done
     done
 done
 
 {
-    echo "| ring | frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK | ours packed/split Mpps | ours packed/split cycles |"
-    echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| ring | frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK | paired Mpps ours/DPDK | paired cycles ours/DPDK | ours packed/split Mpps | ours packed/split cycles |"
+    echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     tail -n +2 "$out/summary.csv" | awk -F, '
         function or_dash(v) { return v == "" ? "-" : v }
-        { printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
-                 $4, $5, $6, $7, or_dash($8), or_dash($9), or_dash($10), or_dash($11) }'
+        { printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
+                 $4, $5, $6, $7, or_dash($8), or_dash($9), or_dash($14), or_dash($15), or_dash($10), or_dash($11) }'
     echo
-    echo "Median of $reps runs of ${duration} s, the backends alternating; testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
+    echo "Median of $reps runs of ${duration} s, the backends alternating (paired: median of the ratios of runs made back to back); testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
     echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
     echo "$(uname -srm); $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1);" \
          "$(dpkg-query -W -f='dpdk ${Version}' dpdk 2>/dev/null)."
