@@ -13,7 +13,8 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-build-ovs.sh \
 	utilities/ovs-vhost-ovs-bench.sh \
 	docs/benchmark.md \
-	docs/benchmark-ovs.md
+	docs/benchmark-ovs.md \
+	docs/bench.png
 
 # `make bench`: ovs-vhost-fwd against DPDK's vhost PMD, with testpmd's
 # virtio-user as the frontend (docs/benchmark.md).  Not a test: it takes a
