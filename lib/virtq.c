@@ -212,6 +212,16 @@ virtq_packed_positions_ok__(uint16_t avail, uint16_t used, uint16_t size)
     return (a + 2 * size - u) % (2 * size) <= size;
 }
 
+/* Splits packed SET_VRING_BASE value 'base' into its avail and used
+ * positions (see virtq_set_base()): an upper half of 0 is a frontend
+ * that sends the avail half only, and means used = avail. */
+static inline void
+virtq_packed_base_split__(uint32_t base, uint16_t *availp, uint16_t *usedp)
+{
+    *availp = base & 0xffff;
+    *usedp = base >> 16 ? base >> 16 : *availp;
+}
+
 /* Returns true if 'vq' has all it needs for the data path: enabled, sized,
  * addressed and mapped, and kicked (SET_VRING_KICK, with or without fd). */
 bool
@@ -247,9 +257,9 @@ virtq_set_base(struct virtq *vq, uint32_t base)
 {
     vq->base = base;
     if (vq->packed) {
-        uint16_t avail = base & 0xffff;
-        uint16_t used = base >> 16 ? base >> 16 : avail;
+        uint16_t avail, used;
 
+        virtq_packed_base_split__(base, &avail, &used);
         vq->last_avail_idx = avail & 0x7fff;
         vq->avail_wrap_counter = avail >> 15;
         vq->last_used_idx = used & 0x7fff;
@@ -266,9 +276,9 @@ virtq_set_base(struct virtq *vq, uint32_t base)
 bool
 virtq_packed_base_ok(uint32_t base, uint16_t size)
 {
-    uint16_t avail = base & 0xffff;
-    uint16_t used = base >> 16 ? base >> 16 : avail;
+    uint16_t avail, used;
 
+    virtq_packed_base_split__(base, &avail, &used);
     return !size || virtq_packed_positions_ok__(avail, used, size);
 }
 

@@ -184,9 +184,10 @@ virtq_drop(struct virtq *vq, enum vhost_drop_reason reason)
  * comparing each with what the guest buffer holds and storing it only if
  * it differs, or storing it outright.  Comparing keeps the line shared
  * with the driver when headers repeat (a Linux guest's RX buffers hold
- * the header we stored last time), but stalls on a line the driver wrote
- * last, where the store is needed anyway: a DPDK driver pushes each TX
- * header into the mbuf headroom, and posts that mbuf for RX later.  So a
+ * the header we stored last time, and DPDK's virtio-user TX push leaves
+ * the fields it finds right alone), but stalls on a line the driver
+ * wrote last, where the store is needed anyway: a driver that rewrites
+ * the headroom of buffers it later posts for RX.  So a
  * burst that compared and found most headers different makes the next
  * VIRTQ_HDR_PROBE bursts store outright; then one burst compares again.
  * Returns the mode for this burst. */
