@@ -841,6 +841,7 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     opts.features = netdev_vhost_features(tso);
     opts.max_queue_pairs = VHOST_MAX_QUEUE_PAIRS;
     opts.cb = &netdev_vhost_callbacks;
+
     opts.aux = dev;
 
     ovs_mutex_lock(&dev->mutex);
@@ -860,6 +861,13 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
         return error;
     }
     dev->port = port;
+    /* mtu_request, for a frontend that reads the config space
+     * (VIRTIO_NET_F_MTU with VHOST_USER_PROTOCOL_F_CONFIG).  Before the
+     * engine next runs, so before any frontend can ask. */
+    ovs_mutex_lock(&dev->mutex);
+    int mtu = dev->requested_mtu;
+    ovs_mutex_unlock(&dev->mutex);
+    vhost_port_set_mtu(port, mtu);
 
     if (!dev->client) {
         fatal_signal_add_file_to_unlink(path);
@@ -984,7 +992,8 @@ netdev_vhost_set_mtu(struct netdev *netdev, int mtu)
         return EINVAL;
     }
     ovs_mutex_lock(&dev->mutex);
-    if (dev->requested_mtu != mtu) {
+    bool changed = dev->requested_mtu != mtu;
+    if (changed) {
         dev->requested_mtu = mtu;
         atomic_store_relaxed(&dev->max_frame,
                              mtu + ETH_HEADER_LEN + VLAN_HEADER_LEN);
@@ -992,6 +1001,12 @@ netdev_vhost_set_mtu(struct netdev *netdev, int mtu)
         VLOG_INFO("%s: MTU set to %d", netdev_get_name(netdev), mtu);
     }
     ovs_mutex_unlock(&dev->mutex);
+    /* The config space shows it from the next GET_CONFIG: a driver takes
+     * it when it next negotiates (the engine's lock is not taken under
+     * 'dev->mutex', which its callbacks take). */
+    if (changed && dev->port) {
+        vhost_port_set_mtu(dev->port, mtu);
+    }
     return 0;
 }
 

@@ -63,6 +63,7 @@ struct vhost_dev {
     unsigned int n_vqs;             /* 1 + highest index allocated. */
 
     /* Device attributes. */
+    uint16_t config_mtu;            /* The embedder's, for GET_CONFIG. */
     uint16_t mtu;
     bool has_rarp;                  /* SEND_RARP gave 'rarp_mac'; kept
                                      * across reconnects. */

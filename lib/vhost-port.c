@@ -587,6 +587,21 @@ vhost_port_get_info(struct vhost_port *port, struct vhost_port_info *info)
     return 0;
 }
 
+/* Sets the MTU that the device's configuration space shows (see
+ * include/ovs-vhost/vhost.h).  Returns 0, or EINVAL for an MTU from 1 to
+ * 67. */
+int
+vhost_port_set_mtu(struct vhost_port *port, uint16_t mtu)
+{
+    if (mtu && mtu < 68) {
+        return EINVAL;
+    }
+    vhost_engine_lock(port->engine);
+    port->dev.config_mtu = mtu;
+    vhost_engine_unlock(port->engine);
+    return 0;
+}
+
 /* Stores queue 'qid''s state in '*info'.  Returns 0, or EINVAL if the port
  * has no queue 'qid'.  A queue the frontend has not named yet reads as all
  * zeros. */

@@ -175,6 +175,17 @@ struct vhost_user_log {
 };
 BUILD_ASSERT_DECL(sizeof(struct vhost_user_log) == 16);
 
+/* "Virtio device config space" (GET_CONFIG, SET_CONFIG): a window of
+ * 'size' bytes at 'offset' of the device's configuration space. */
+#define VHOST_USER_MAX_CONFIG_SIZE 256
+struct vhost_user_config {
+    uint32_t offset;
+    uint32_t size;
+    uint32_t flags;
+    uint8_t region[VHOST_USER_MAX_CONFIG_SIZE];
+};
+#define VHOST_USER_CONFIG_HDR_SIZE 12
+
 /* A whole message, as read off the socket. */
 struct vhost_user_msg {
     struct vhost_user_hdr hdr;
@@ -185,6 +196,7 @@ struct vhost_user_msg {
         struct vhost_user_mem_table mem;
         struct vhost_user_mem_reg mem_reg;
         struct vhost_user_log log;
+        struct vhost_user_config config;
         uint8_t bytes[VHOST_USER_MAX_PAYLOAD];
     } payload;
 

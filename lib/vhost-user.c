@@ -593,6 +593,71 @@ vhost_user_net_set_mtu(struct vhost_dev *dev, struct vhost_user_msg *msg,
     return 0;
 }
 
+/* The virtio-net configuration space the frontend reads through GET_CONFIG:
+ * the link is up, and 'mtu' is the embedder's (VIRTIO_NET_F_MTU says the
+ * driver should use it).  No MAC: VIRTIO_NET_F_MAC is not offered, so the
+ * guest keeps its own. */
+static void
+vhost_user_net_config__(const struct vhost_dev *dev,
+                        struct virtio_net_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->status = VIRTIO_NET_S_LINK_UP;
+    cfg->max_virtqueue_pairs = dev->max_queue_pairs;
+    cfg->mtu = dev->config_mtu;
+    cfg->speed = VIRTIO_NET_SPEED_UNKNOWN;
+    cfg->duplex = VIRTIO_NET_DUPLEX_UNKNOWN;
+}
+
+static int
+vhost_user_get_config(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      struct vhost_user_reply *reply)
+{
+    const struct vhost_user_config *req = &msg->payload.config;
+    struct vhost_user_config *out = &reply->payload.config;
+
+    out->offset = req->offset;
+    out->flags = req->flags;
+    if (req->size > VHOST_USER_MAX_CONFIG_SIZE
+        || req->offset > VHOST_USER_MAX_CONFIG_SIZE - req->size
+        || msg->hdr.size != VHOST_USER_CONFIG_HDR_SIZE + req->size) {
+        /* The specification's error reply: no config bytes at all.  The
+         * frontend learns of it, so the connection stays up. */
+        dev->counters.msgs_rejected++;
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: GET_CONFIG of %"PRIu32
+                         " bytes at offset %"PRIu32" in a %"PRIu32"-byte "
+                         "payload refused: the space is %d bytes", dev->name,
+                         req->size, req->offset, msg->hdr.size,
+                         VHOST_USER_MAX_CONFIG_SIZE);
+        out->size = 0;
+        reply->hdr.size = VHOST_USER_CONFIG_HDR_SIZE;
+        return 0;
+    }
+
+    /* Past the fields we know, the space reads as zero. */
+    struct virtio_net_config cfg;
+    uint8_t space[VHOST_USER_MAX_CONFIG_SIZE] = { 0 };
+    vhost_user_net_config__(dev, &cfg);
+    memcpy(space, &cfg, sizeof cfg);
+    out->size = req->size;
+    memcpy(out->region, space + req->offset, req->size);
+    reply->hdr.size = VHOST_USER_CONFIG_HDR_SIZE + req->size;
+    return 0;
+}
+
+static int
+vhost_user_set_config(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                      struct vhost_user_reply *reply)
+{
+    /* VIRTIO 1.2 §5.1.4: "The driver MUST NOT write to any of the device
+     * configuration fields" (the legacy MAC write needs VIRTIO_NET_F_MAC,
+     * which is not offered). */
+    return vhost_user_reject__(dev, msg, "the virtio-net configuration "
+                               "space is read-only (%"PRIu32" bytes at "
+                               "offset %"PRIu32")", msg->payload.config.size,
+                               msg->payload.config.offset);
+}
+
 static int
 vhost_user_set_backend_req_fd(struct vhost_dev *dev,
                               struct vhost_user_msg *msg,
@@ -694,6 +759,14 @@ static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = 
     REQ(NET_SET_MTU, vhost_user_net_set_mtu, U64, FDS(0, 0), NO_REPLY,
         PF(NET_MTU)),
     REQ(SEND_RARP, vhost_user_send_rarp, U64, FDS(0, 0), NO_REPLY, PF(RARP)),
+    REQ(GET_CONFIG, vhost_user_get_config,
+        SIZE(VHOST_USER_CONFIG_HDR_SIZE,
+             VHOST_USER_CONFIG_HDR_SIZE + VHOST_USER_MAX_CONFIG_SIZE),
+        FDS(0, 0), REPLY, PF(CONFIG)),
+    REQ(SET_CONFIG, vhost_user_set_config,
+        SIZE(VHOST_USER_CONFIG_HDR_SIZE,
+             VHOST_USER_CONFIG_HDR_SIZE + VHOST_USER_MAX_CONFIG_SIZE),
+        FDS(0, 0), NO_REPLY, PF(CONFIG)),
     REQ(SET_STATUS, vhost_user_set_status, U64, FDS(0, 0), NO_REPLY,
         PF(STATUS)),
     REQ(GET_STATUS, vhost_user_get_status, NONE, FDS(0, 0), REPLY,

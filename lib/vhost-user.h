@@ -40,6 +40,7 @@ struct vhost_user_reply {
     union {
         uint64_t u64;
         struct vhost_user_vring_state state;
+        struct vhost_user_config config;
     } payload;
 };
 

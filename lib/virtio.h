@@ -30,6 +30,23 @@
 #define VIRTIO_NET_F_MQ                 22
 #define VIRTIO_NET_F_CTRL_MAC_ADDR      23
 
+/* virtio-net configuration space (VIRTIO 1.2 §5.1.4), as far as the
+ * fields a vhost-user backend can know: the rest read as zero. */
+struct virtio_net_config {
+    uint8_t mac[6];
+    uint16_t status;
+    uint16_t max_virtqueue_pairs;
+    uint16_t mtu;
+    uint32_t speed;
+    uint8_t duplex;
+    uint8_t rss_max_key_size;
+    uint16_t rss_max_indirection_table_length;
+    uint32_t supported_hash_types;
+} __attribute__((packed));
+#define VIRTIO_NET_S_LINK_UP            1
+#define VIRTIO_NET_SPEED_UNKNOWN        UINT32_MAX
+#define VIRTIO_NET_DUPLEX_UNKNOWN       0xff
+
 /* Reserved (transport) features (VIRTIO 1.2 §6). */
 #define VIRTIO_F_NOTIFY_ON_EMPTY        24
 #define VIRTIO_F_ANY_LAYOUT             27

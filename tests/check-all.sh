@@ -19,7 +19,8 @@
 #   6. `make distcheck` on the gcc build: the tarball builds, against the
 #      same Open vSwitch, and its testsuite passes.
 #
-# Steps 5 and 6 count as one test each in the summary (passed, failed, or
+# Then the README's main job (utilities/ovs-vhost-demo.sh) runs on the gcc
+# build, as one test.  Steps 5 and 6 count as one test each in the summary (passed, failed, or
 # skipped when the package test cannot run here); CHECK_ALL_PACKAGES=no
 # leaves them out.
 #
@@ -117,6 +118,12 @@ run_step () {
   grep "^$name: " "$log" | sed 's/^/  /' || true
   echo "=== $name: $result ($secs s, log in $log)"
 }
+
+# The README's main job, on the gcc build: it fails if no traffic came
+# round.
+if [ -z "$TESTSUITEFLAGS" ]; then
+  run_step demo env DEMO_SECONDS=3 "$srcdir/utilities/ovs-vhost-demo.sh"
+fi
 
 if [ "${CHECK_ALL_PACKAGES:-yes}" != no ]; then
   run_step package-test "$srcdir/tests/package-test.sh" "$srcdir/_build/gcc"

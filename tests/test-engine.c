@@ -50,7 +50,8 @@
      | FEATURE_BIT(VHOST_USER_PROTOCOL_F_NET_MTU)                       \
      | FEATURE_BIT(VHOST_USER_PROTOCOL_F_BACKEND_REQ)                   \
      | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)           \
-     | FEATURE_BIT(VHOST_USER_PROTOCOL_F_STATUS))
+     | FEATURE_BIT(VHOST_USER_PROTOCOL_F_STATUS)                        \
+     | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG))
 
 #define PF(NAME) FEATURE_BIT(VHOST_USER_PROTOCOL_F_##NAME)
 
@@ -454,7 +455,7 @@ test_protocol_features(void)
     create_port(&fx);
     connect_fe(&fx, fx.fe);
     TU_CHECK_OK(tfe_get_protocol_features(fx.fe, &pf));
-    TU_CHECK_EQ(pf, PF(MQ) | PF(REPLY_ACK));
+    TU_CHECK_EQ(pf, PF(MQ) | PF(REPLY_ACK) | PF(CONFIG));
 
     tu_log("SET_PROTOCOL_FEATURES with a subset is accepted");
     CHECK_ACK(tfe_set_protocol_features(fx.fe, PF(REPLY_ACK)));
@@ -464,7 +465,7 @@ test_protocol_features(void)
     tu_log("with REPLY_ACK, SET_PROTOCOL_FEATURES with an unsupported bit "
            "is rejected");
     {
-        uint64_t bad = PF(REPLY_ACK) | PF(CONFIG);
+        uint64_t bad = PF(REPLY_ACK) | PF(INFLIGHT_SHMFD);
         CHECK_NACK(&fx, tfe_request(fx.fe, VHOST_USER_SET_PROTOCOL_FEATURES,
                                     true, &bad, sizeof bad, NULL, 0));
         bad = PF(REPLY_ACK) | PF(LOG_SHMFD);    /* Supported, not offered. */
@@ -618,6 +619,7 @@ test_bad_size(void)
         { VHOST_USER_SET_MEM_TABLE, 4000 },
         { VHOST_USER_ADD_MEM_REG, 32 },
         { VHOST_USER_SET_STATUS, 1 },
+        { VHOST_USER_SET_CONFIG, 269 },
     };
     static uint8_t zeros[VHOST_USER_MAX_PAYLOAD];
     struct fx fx;
@@ -733,8 +735,8 @@ static void
 test_unknown_requests(void)
 {
     static const uint32_t requests[] = {
-        99, 0, VHOST_USER_IOTLB_MSG, VHOST_USER_GET_CONFIG,
-        VHOST_USER_SET_CONFIG, VHOST_USER_POSTCOPY_ADVISE,
+        99, 0, VHOST_USER_IOTLB_MSG, VHOST_USER_SET_VRING_ENDIAN,
+        VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_POSTCOPY_ADVISE,
         VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_N_REQUESTS, 0x10000,
         UINT32_MAX,
     };
@@ -1958,6 +1960,119 @@ test_device_config(void)
     fx_finish(&fx);
 }
 
+/* GET_CONFIG answers the virtio-net configuration space, with the
+ * embedder's MTU; SET_CONFIG is refused. */
+static void
+test_net_config(void)
+{
+    struct virtio_net_config cfg;
+    struct tfe_reply r;
+    struct fx fx;
+    uint64_t pf;
+
+    fx_init(&fx, "ncfg");
+    fx.opts.max_queue_pairs = 4;
+    fx_start(&fx);
+    tu_log("no MTU set: the field reads 0");
+    negotiate(fx.fe);
+    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
+    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 0);
+    TU_CHECK_EQ(vhost_port_set_mtu(fx.port, 67), EINVAL);
+    TU_CHECK_EQ(vhost_port_set_mtu(fx.port, 1), EINVAL);
+    TU_CHECK_OK(vhost_port_set_mtu(fx.port, 9000));
+    TU_CHECK_OK(tfe_get_protocol_features(fx.fe, &pf));
+    TU_CHECK(pf & PF(CONFIG));
+
+    tu_log("the whole space: link up, 4 pairs, MTU 9000, speed unknown");
+    TU_CHECK_OK(tfe_get_config(fx.fe, 0, sizeof cfg, 12 + sizeof cfg, &r));
+    TU_CHECK_EQ(r.hdr.size, 12 + sizeof cfg);
+    TU_CHECK_EQ(r.payload.bytes[4], sizeof cfg);     /* size, echoed. */
+    memcpy(&cfg, r.payload.bytes + 12, sizeof cfg);
+    TU_CHECK_EQ(cfg.status, VIRTIO_NET_S_LINK_UP);
+    TU_CHECK_EQ(cfg.max_virtqueue_pairs, 4);
+    TU_CHECK_EQ(cfg.mtu, 9000);
+    TU_CHECK_EQ(cfg.speed, UINT32_MAX);
+    TU_CHECK_EQ(cfg.duplex, 0xff);
+    for (int i = 0; i < 6; i++) {
+        TU_CHECK_EQ(cfg.mac[i], 0);                  /* No VIRTIO_NET_F_MAC. */
+    }
+
+    tu_log("a window: the mtu field alone, at offset 10");
+    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
+    TU_CHECK_EQ(r.hdr.size, 14);
+    TU_CHECK_EQ(r.payload.bytes[0], 10);             /* offset, echoed. */
+    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 9000);
+
+    tu_log("vhost_port_set_mtu() changes what later reads see");
+    TU_CHECK_OK(vhost_port_set_mtu(fx.port, 1500));
+    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
+    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 1500);
+
+    tu_log("past our fields, up to 256 bytes, the space reads as zero");
+    TU_CHECK_OK(tfe_get_config(fx.fe, 0, 256, 12 + 256, &r));
+    TU_CHECK_EQ(r.hdr.size, 12 + 256);
+    for (size_t i = sizeof cfg; i < 256; i++) {
+        TU_CHECK_EQ(r.payload.bytes[12 + i], 0);
+    }
+
+    tu_log("out of range or mis-sized: an empty reply, the connection "
+           "stays");
+    uint64_t rej = tu_port_info(fx.port).counters.msgs_rejected;
+    static const struct { uint32_t offset, size, payload; } bad[] = {
+        { 0, 257, 12 + 256 },           /* More than the space. */
+        { 250, 8, 12 + 8 },             /* Runs past it. */
+        { UINT32_MAX, 2, 14 },          /* offset + size wraps. */
+        { 0, UINT32_MAX, 12 },          /* So does size. */
+        { 0, 8, 12 + 4 },               /* The payload is short. */
+        { 0, 4, 12 + 8 },               /* ... or long. */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        TU_CHECK_OK(tfe_get_config(fx.fe, bad[i].offset, bad[i].size,
+                                   bad[i].payload, &r));
+        TU_CHECK_EQ(r.hdr.size, 12);
+        TU_CHECK_EQ(r.payload.bytes[4], 0);
+    }
+    TU_CHECK_EQ(tu_port_info(fx.port).counters.msgs_rejected,
+                rej + ARRAY_SIZE(bad));
+    TU_CHECK(tu_port_info(fx.port).connected);
+
+    tu_log("SET_CONFIG: the space is read-only");
+    {
+        uint8_t buf[12 + 6] = { 0 };
+        buf[4] = 6;
+        CHECK_NACK(&fx, tfe_request(fx.fe, VHOST_USER_SET_CONFIG, true, buf,
+                                    sizeof buf, NULL, 0));
+    }
+    TU_CHECK_OK(tfe_sync(fx.fe));
+
+    tu_log("a GET_CONFIG too short for its header cannot be answered");
+    {
+        uint8_t buf[11] = { 0 };
+        uint64_t bad0 = tu_port_info(fx.port).counters.msgs_bad_size;
+        TU_CHECK_OK(tfe_send(fx.fe, VHOST_USER_GET_CONFIG, VHOST_USER_VERSION,
+                             buf, sizeof buf, NULL, 0));
+        expect_disconnect(&fx, fx.fe, "GET_CONFIG with 11 bytes");
+        TU_CHECK_EQ(tu_port_info(fx.port).counters.msgs_bad_size, bad0 + 1);
+    }
+
+    tu_log("without PROTOCOL_F_CONFIG negotiated, GET_CONFIG is refused");
+    vhost_port_destroy(fx.port);
+    fx.opts.protocol_features = PF(REPLY_ACK) | PF(MQ);
+    create_port(&fx);
+    connect_fe(&fx, fx.fe);
+    negotiate(fx.fe);
+    TU_CHECK_OK(tfe_get_protocol_features(fx.fe, &pf));
+    TU_CHECK(!(pf & PF(CONFIG)));
+    {
+        uint8_t buf[12 + 2] = { 10, 0, 0, 0, 2 };
+        TU_CHECK_OK(tfe_send(fx.fe, VHOST_USER_GET_CONFIG, VHOST_USER_VERSION,
+                             buf, sizeof buf, NULL, 0));
+        expect_disconnect(&fx, fx.fe, "GET_CONFIG without PROTOCOL_F_CONFIG");
+    }
+    connect_fe(&fx, fx.fe);
+    fx_finish(&fx);
+}
+
 /* Dirty log, log call fd and backend channel. */
 static void
 test_log(void)
@@ -2920,6 +3035,8 @@ static const struct tu_test engine_tests[] = {
       "device_gone then disconnected; everything released" },
     { "device-config", test_device_config,
       "GET_QUEUE_NUM, NET_SET_MTU, SEND_RARP, SET/GET_STATUS" },
+    { "net-config", test_net_config,
+      "GET_CONFIG: the virtio-net config space and its MTU; SET_CONFIG" },
     { "log", test_log,
       "SET_LOG_BASE, SET_LOG_FD, SET_BACKEND_REQ_FD, SET_VRING_ERR" },
     { "kick-nofd", test_kick_nofd, "the no-fd bit of SET_VRING_KICK/CALL" },
@@ -3035,6 +3152,34 @@ run_all(void)
     return n_failed != 0;
 }
 
+/* "get-config SOCKET": for tests of an embedder (the OVS provider).  As
+ * a frontend on the server socket SOCKET, negotiates
+ * VHOST_USER_PROTOCOL_F_CONFIG, reads the virtio-net configuration space
+ * and prints its fields; exits 1 if any step fails. */
+static int
+get_config_main(const char *path)
+{
+    struct tfe *fe = tfe_create(tfe_mem_create_default());
+    struct virtio_net_config cfg;
+    struct tfe_reply r;
+    uint64_t pf;
+
+    if (tfe_connect_retry(fe, path, 5000)
+        || tfe_get_protocol_features(fe, &pf)
+        || !(pf & PF(CONFIG))
+        || tfe_set_protocol_features(fe, PF(CONFIG))
+        || tfe_get_config(fe, 0, sizeof cfg, 12 + sizeof cfg, &r)
+        || r.hdr.size != 12 + sizeof cfg) {
+        fprintf(stderr, "get-config: %s: no config space\n", path);
+        return 1;
+    }
+    memcpy(&cfg, r.payload.bytes + 12, sizeof cfg);
+    printf("status=%u max_virtqueue_pairs=%u mtu=%u\n", cfg.status,
+           cfg.max_virtqueue_pairs, cfg.mtu);
+    tfe_disconnect(fe);
+    return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -3044,8 +3189,12 @@ main(int argc, char *argv[])
     if (level && !strcmp(level, "dbg")) {
         vhost_log_set_level(VHOST_LOG_DBG);
     }
+    if (argc == 3 && !strcmp(argv[1], "get-config")) {
+        return get_config_main(argv[2]);
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: %s TEST | --list | --all\n", argv[0]);
+        fprintf(stderr, "usage: %s TEST | --list | --all | get-config SOCKET"
+                "\n", argv[0]);
         return 2;
     }
     if (!strcmp(argv[1], "--list")) {

@@ -1271,6 +1271,31 @@ tfe_get_status(struct tfe *fe, uint64_t *status)
     return get_u64(fe, VHOST_USER_GET_STATUS, status);
 }
 
+/* Sends GET_CONFIG for 'size' bytes at 'offset' in a payload of
+ * 'payload_size' bytes (12 + 'size' for a well-formed request; at most
+ * VHOST_USER_MAX_PAYLOAD) and stores the reply in '*reply'. */
+int
+tfe_get_config(struct tfe *fe, uint32_t offset, uint32_t size,
+               uint32_t payload_size, struct tfe_reply *reply)
+{
+    static uint8_t buf[VHOST_USER_MAX_PAYLOAD];
+    struct vhost_user_config *cfg = (struct vhost_user_config *) buf;
+    int error;
+
+    if (payload_size > sizeof buf
+        || payload_size < VHOST_USER_CONFIG_HDR_SIZE) {
+        return -EINVAL;
+    }
+    memset(buf, 0xa5, sizeof buf);
+    cfg->offset = offset;
+    cfg->size = size;
+    cfg->flags = 0;
+    error = tfe_send(fe, VHOST_USER_GET_CONFIG, VHOST_USER_VERSION, buf,
+                     payload_size, NULL, 0);
+    return error ? error : tfe_recv_reply(fe, VHOST_USER_GET_CONFIG, reply,
+                                          fe->timeout_ms);
+}
+
 /* Rings and bring-up. */
 
 /* Lays out split vring 'index' of 'size' entries in guest memory (region

@@ -258,6 +258,8 @@ int tfe_rem_mem_reg(struct tfe *, const struct vhost_user_mem_region *,
                     int fd);
 int tfe_set_status(struct tfe *, uint64_t status);
 int tfe_get_status(struct tfe *, uint64_t *status);
+int tfe_get_config(struct tfe *, uint32_t offset, uint32_t size,
+                   uint32_t payload_size, struct tfe_reply *);
 
 /* Rings and bring-up. */
 int tfe_vring_alloc(struct tfe *, uint32_t index, unsigned int size);

@@ -184,6 +184,13 @@ int vhost_port_create(struct vhost_engine *, const struct vhost_port_options *,
 void vhost_port_destroy(struct vhost_port *);
 const char *vhost_port_get_name(const struct vhost_port *);
 
+/* The MTU in the port's virtio-net configuration space, which a frontend
+ * reads with GET_CONFIG (VHOST_USER_PROTOCOL_F_CONFIG) and a driver that
+ * negotiates VIRTIO_NET_F_MTU adopts: 0 (the default) for none, else at
+ * least 68.  A driver reads it as it negotiates, so one already running
+ * keeps the MTU it has.  Returns 0 or EINVAL. */
+int vhost_port_set_mtu(struct vhost_port *, uint16_t mtu);
+
 /* Counters kept per port, over its lifetime. */
 struct vhost_port_counters {
     uint64_t connects;          /* Frontends accepted or connected. */
