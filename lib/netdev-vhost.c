@@ -1417,8 +1417,23 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   dev->flags & NETDEV_UP ? "up" : "down", dev->requested_mtu,
                   (int) ({ int r; atomic_read_relaxed(&dev->tx_retries_max,
                                                       &r); r; }));
-    ds_put_format(ds, "  ovs queues: %d rx, %d tx\n", netdev->n_rxq,
+    ds_put_format(ds, "  ovs queues: %d rx, %d tx", netdev->n_rxq,
                   netdev->n_txq);
+    /* Where each txq goes, and whether sends to a guest queue take its
+     * lock because several txqs share it. */
+    bool shared;
+    atomic_read_relaxed(&dev->tx_shared, &shared);
+    ds_put_cstr(ds, " onto guest queues");
+    int n_map = MIN(MAX(netdev->n_txq, 1), NETDEV_VHOST_MAX_TXQ);
+    for (int i = 0; i < MIN(n_map, 32); i++) {
+        int q;
+        atomic_read_relaxed(&dev->tx_map[i], &q);
+        ds_put_format(ds, "%c%d", i ? ',' : ' ', q);
+    }
+    if (n_map > 32) {
+        ds_put_cstr(ds, ",...");
+    }
+    ds_put_format(ds, " (%s)\n", shared ? "shared: locked" : "one each");
     ovs_mutex_unlock(&dev->mutex);
 
     if (!dev->port || vhost_port_get_info(dev->port, &info)) {
