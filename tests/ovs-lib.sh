@@ -19,7 +19,8 @@
 #   ovs_appctl DIR ARGS...             ovs-appctl against DIR's vswitchd
 #   ovs_vswitchd_pid DIR
 #   ovs_check_log DIR [EXTRA-SED]      prints unexpected WARN/ERR lines of
-#                                      DIR/ovs-vswitchd.log, false if any
+#                                      DIR/ovs-vswitchd.log and
+#                                      ovsdb-server.log, false if any
 #
 # Only pids recorded in DIR (ovsdb-server.pid, ovs-vswitchd.pid) are ever
 # signalled.
@@ -127,12 +128,15 @@ ovs_stop () {
 }
 
 # ovs_check_log DIR [SED-FILTER]: the WARN and ERR lines of
-# DIR/ovs-vswitchd.log that are not expected, on stdout; false if any.
+# DIR/ovs-vswitchd.log and DIR/ovsdb-server.log that are not expected, on
+# stdout; false if any.
 # Expected everywhere: the server-mode deprecation notice, and the lines a
 # sandbox without kernel datapath or hugepages always logs.
 ovs_check_log () {
     local dir=$1 filter=${2:-}
-    grep -E '\|(WARN|ERR|EMER)\|' "$dir/ovs-vswitchd.log" \
+    # Both daemons' logs, as OVS's own check_logs reads every log.
+    cat "$dir/ovs-vswitchd.log" "$dir/ovsdb-server.log" 2>/dev/null \
+      | grep -E '\|(WARN|ERR|EMER)\|' \
       | grep -v -e 'dpdkvhostuser ports are considered deprecated' \
                 -e 'Failed to acquire lock' \
                 -e 'could not create datapath' \
