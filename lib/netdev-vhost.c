@@ -841,7 +841,6 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     opts.features = netdev_vhost_features(tso);
     opts.max_queue_pairs = VHOST_MAX_QUEUE_PAIRS;
     opts.cb = &netdev_vhost_callbacks;
-
     opts.aux = dev;
 
     ovs_mutex_lock(&dev->mutex);

@@ -61,11 +61,11 @@ virtq_split_break__(struct virtq *vq, enum vhost_drop_reason reason,
 /* How far ahead a burst prefetches, in avail entries: the descriptors of
  * the chain VIRTQ_SPLIT_DESC_AHEAD entries on, and the first buffer of the
  * chain VIRTQ_SPLIT_BUF_AHEAD on (whose descriptor the first stage has
- * brought in by then).  Both lines were last written by the guest's CPU;
- * one entry ahead is not enough once that line takes longer to come over
- * than a packet takes to copy, as perf showed on a VM whose two CPUs sat
- * far apart (the descriptor and first-buffer loads then took about half
- * of each burst). */
+ * brought in by then).  Both lines were last written by the guest's CPU.
+ * perf on a VM whose two CPUs sometimes sat far apart put about half of
+ * each burst on those loads, with one entry of prefetch; with these two
+ * stages the forwarder's A/B (983f897) showed no change outside that VM's
+ * noise, and the header line still stalled in its slow periods. */
 #define VIRTQ_SPLIT_DESC_AHEAD 8
 #define VIRTQ_SPLIT_BUF_AHEAD 3
 
