@@ -100,6 +100,7 @@ virtq_split_prefetch__(const struct virtq *vq, const struct guest_mem *mem,
     }
 }
 
+
 /* Reads descriptor 'i' of 'table' into a local: the guest may change it
  * at any time, so every later check and use is of this copy. */
 static inline struct vring_desc
@@ -372,6 +373,45 @@ virtq_split_avail_entry__(const struct virtq *vq, uint16_t idx)
                            __ATOMIC_RELAXED);
 }
 
+/* Starts a burst's prefetch pipeline, with 'left' avail entries from
+ * 'last_avail_idx' on: the first VIRTQ_SPLIT_DESC_AHEAD descriptors, and
+ * the first buffers from entry 'first_buf' to VIRTQ_SPLIT_BUF_AHEAD. */
+static inline void
+virtq_split_prefetch_start__(const struct virtq *vq,
+                             const struct guest_mem *mem, uint16_t left,
+                             uint16_t first_buf, const bool write)
+{
+    for (uint16_t k = 0; k < left && k < VIRTQ_SPLIT_DESC_AHEAD; k++) {
+        virtq_split_prefetch_desc__(vq, virtq_split_avail_entry__(
+                                            vq, vq->last_avail_idx + k));
+    }
+    for (uint16_t k = first_buf; k < left && k < VIRTQ_SPLIT_BUF_AHEAD; k++) {
+        virtq_split_prefetch__(vq, mem, virtq_split_avail_entry__(
+                                            vq, vq->last_avail_idx + k),
+                               write);
+    }
+}
+
+/* One stage of the pipeline, for the chain at avail index 'idx', with
+ * 'left' avail entries from 'idx' on (itself included): the descriptor
+ * VIRTQ_SPLIT_DESC_AHEAD entries on and the first buffer
+ * VIRTQ_SPLIT_BUF_AHEAD on, where the guest has made them available. */
+static inline void
+virtq_split_prefetch_stage__(const struct virtq *vq,
+                             const struct guest_mem *mem, uint16_t idx,
+                             uint16_t left, const bool write)
+{
+    if (left > VIRTQ_SPLIT_DESC_AHEAD) {
+        virtq_split_prefetch_desc__(vq, virtq_split_avail_entry__(
+                                            vq, idx + VIRTQ_SPLIT_DESC_AHEAD));
+    }
+    if (left > VIRTQ_SPLIT_BUF_AHEAD) {
+        virtq_split_prefetch__(vq, mem, virtq_split_avail_entry__(
+                                            vq, idx + VIRTQ_SPLIT_BUF_AHEAD),
+                               write);
+    }
+}
+
 /* Dequeue: the guest's TX ring into the embedder's buffers. */
 
 static OVS_ALWAYS_INLINE unsigned int
@@ -396,31 +436,14 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     count = MIN(count, MIN(n, VHOST_MAX_BURST));
     sh.n = 0;
     sh.last_id = 0;
-    for (i = 0; i < count && i < VIRTQ_SPLIT_DESC_AHEAD; i++) {
-        virtq_split_prefetch_desc__(vq, virtq_split_avail_entry__(
-                                            vq, vq->last_avail_idx + i));
-    }
-    for (i = 1; i < count && i < VIRTQ_SPLIT_BUF_AHEAD; i++) {
-        virtq_split_prefetch__(vq, ctx->mem, virtq_split_avail_entry__(
-                                                 vq, vq->last_avail_idx + i),
-                               false);
-    }
+    /* The first chain's buffer is read at once: no use prefetching it. */
+    virtq_split_prefetch_start__(vq, ctx->mem, count, 1, false);
     for (i = 0; i < count; i++) {
         uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
         uint32_t len;
 
-        if (i + VIRTQ_SPLIT_DESC_AHEAD < count) {
-            virtq_split_prefetch_desc__(
-                vq, virtq_split_avail_entry__(
-                        vq, vq->last_avail_idx + i + VIRTQ_SPLIT_DESC_AHEAD));
-        }
-        if (i + VIRTQ_SPLIT_BUF_AHEAD < count) {
-            virtq_split_prefetch__(
-                vq, ctx->mem,
-                virtq_split_avail_entry__(
-                    vq, vq->last_avail_idx + i + VIRTQ_SPLIT_BUF_AHEAD),
-                false);
-        }
+        virtq_split_prefetch_stage__(vq, ctx->mem, vq->last_avail_idx + i,
+                                     count - i, false);
 
         segs.n = 0;
         int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
@@ -642,15 +665,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
      * are inlined: the reserve step sets every chain it counts. */
     chains[0].id = 0;
     n = MIN(n, VHOST_MAX_BURST);
-    for (uint16_t k = 0; k < avail_left && k < VIRTQ_SPLIT_DESC_AHEAD; k++) {
-        virtq_split_prefetch_desc__(vq, virtq_split_avail_entry__(
-                                            vq, vq->last_avail_idx + k));
-    }
-    for (uint16_t k = 0; k < avail_left && k < VIRTQ_SPLIT_BUF_AHEAD; k++) {
-        virtq_split_prefetch__(vq, ctx->mem, virtq_split_avail_entry__(
-                                                 vq, vq->last_avail_idx + k),
-                               true);
-    }
+    virtq_split_prefetch_start__(vq, ctx->mem, avail_left, 0, true);
 
     while (done < n && avail_left) {
         const struct vhost_pkt *p = &pkts[done];
@@ -674,20 +689,11 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
             break;
         }
 
-        /* The pipeline of prefetches, one stage on: the header store (or
-         * compare) would otherwise wait for the first buffer's line. */
-        if (avail_left >= VIRTQ_SPLIT_DESC_AHEAD) {
-            virtq_split_prefetch_desc__(
-                vq, virtq_split_avail_entry__(
-                        vq, vq->last_avail_idx + VIRTQ_SPLIT_DESC_AHEAD - 1));
-        }
-        if (avail_left >= VIRTQ_SPLIT_BUF_AHEAD) {
-            virtq_split_prefetch__(
-                vq, ctx->mem,
-                virtq_split_avail_entry__(
-                    vq, vq->last_avail_idx + VIRTQ_SPLIT_BUF_AHEAD - 1),
-                true);
-        }
+        /* The pipeline of prefetches, one stage on from the packet's last
+         * chain: the header store (or compare) would otherwise wait for the
+         * first buffer's line. */
+        virtq_split_prefetch_stage__(vq, ctx->mem, vq->last_avail_idx - 1,
+                                     avail_left + 1, true);
 
         /* Header, then packet, into the reserved segments. */
         struct virtio_net_hdr hdr;

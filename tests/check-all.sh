@@ -19,10 +19,10 @@
 #   6. `make distcheck` on the gcc build: the tarball builds, against the
 #      same Open vSwitch, and its testsuite passes.
 #
-# Then the README's main job (utilities/ovs-vhost-demo.sh) runs on the gcc
-# build, as one test.  Steps 5 and 6 count as one test each in the summary (passed, failed, or
-# skipped when the package test cannot run here); CHECK_ALL_PACKAGES=no
-# leaves them out.
+# Before steps 5 and 6, the README's main job (utilities/ovs-vhost-demo.sh)
+# runs on the gcc build, as one test.  Steps 5 and 6 count as one test each
+# in the summary (passed, failed, or skipped when the package test cannot
+# run here); CHECK_ALL_PACKAGES=no leaves them out.
 #
 # Each build lives in its own directory under _build/, so the source tree
 # stays clean.  Extra arguments go to the testsuite (TESTSUITEFLAGS), e.g.

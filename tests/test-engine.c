@@ -1960,6 +1960,20 @@ test_device_config(void)
     fx_finish(&fx);
 }
 
+/* The mtu field of fx's config space, read alone (2 bytes at offset 10)
+ * with GET_CONFIG; the reply must echo the window. */
+static unsigned int
+config_mtu(struct fx *fx)
+{
+    struct tfe_reply r;
+
+    TU_CHECK_OK(tfe_get_config(fx->fe, 10, 2, 14, &r));
+    TU_CHECK_EQ(r.hdr.size, 14);
+    TU_CHECK_EQ(r.payload.bytes[0], 10);             /* offset, echoed. */
+    TU_CHECK_EQ(r.payload.bytes[4], 2);              /* size, echoed. */
+    return r.payload.bytes[12] | r.payload.bytes[13] << 8;
+}
+
 /* GET_CONFIG answers the virtio-net configuration space, with the
  * embedder's MTU; SET_CONFIG is refused. */
 static void
@@ -1975,8 +1989,7 @@ test_net_config(void)
     fx_start(&fx);
     tu_log("no MTU set: the field reads 0");
     negotiate(fx.fe);
-    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
-    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 0);
+    TU_CHECK_EQ(config_mtu(&fx), 0);
     TU_CHECK_EQ(vhost_port_set_mtu(fx.port, 67), EINVAL);
     TU_CHECK_EQ(vhost_port_set_mtu(fx.port, 1), EINVAL);
     TU_CHECK_OK(vhost_port_set_mtu(fx.port, 9000));
@@ -1998,15 +2011,11 @@ test_net_config(void)
     }
 
     tu_log("a window: the mtu field alone, at offset 10");
-    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
-    TU_CHECK_EQ(r.hdr.size, 14);
-    TU_CHECK_EQ(r.payload.bytes[0], 10);             /* offset, echoed. */
-    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 9000);
+    TU_CHECK_EQ(config_mtu(&fx), 9000);
 
     tu_log("vhost_port_set_mtu() changes what later reads see");
     TU_CHECK_OK(vhost_port_set_mtu(fx.port, 1500));
-    TU_CHECK_OK(tfe_get_config(fx.fe, 10, 2, 14, &r));
-    TU_CHECK_EQ(r.payload.bytes[12] | r.payload.bytes[13] << 8, 1500);
+    TU_CHECK_EQ(config_mtu(&fx), 1500);
 
     tu_log("past our fields, up to 256 bytes, the space reads as zero");
     TU_CHECK_OK(tfe_get_config(fx.fe, 0, 256, 12 + 256, &r));
