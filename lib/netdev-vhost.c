@@ -73,8 +73,9 @@ static struct vlog_rate_limit rl = VLOG_RATE_LIMIT_INIT(5, 20);
  * "Packet buffers" below). */
 #define NETDEV_VHOST_HEADROOM 128
 
-/* One lock per guest RX ring, taken by send() when several OVS txqs may
- * use it at once (XPS, or more OVS txqs than enabled guest queues). */
+/* One lock per guest RX ring, taken by every send() (see there): several
+ * OVS txqs may use a ring at once (XPS, more OVS txqs than enabled guest
+ * queues, or a remap in progress). */
 struct netdev_vhost_txlock {
     atomic_flag busy;
     uint8_t pad[CACHE_LINE_SIZE - sizeof(atomic_flag)];
@@ -134,7 +135,8 @@ struct netdev_vhost {
     atomic_bool running;            /* Ready, reconfigured and admin up. */
     atomic_bool rxq_enabled[VHOST_MAX_QUEUE_PAIRS];
     atomic_int tx_map[NETDEV_VHOST_MAX_TXQ];   /* -1: no guest queue. */
-    atomic_bool tx_shared;          /* A guest queue has several txqs. */
+    atomic_bool tx_shared;          /* A guest queue has several txqs
+                                     * (for vhost/show). */
     atomic_int max_frame;           /* MTU plus Ethernet and VLAN. */
     atomic_int tx_retries_max;
     atomic_bool tx_offloads;        /* Guest takes partial csum and TSO. */
@@ -1418,8 +1420,8 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                                                       &r); r; }));
     ds_put_format(ds, "  ovs queues: %d rx, %d tx", netdev->n_rxq,
                   netdev->n_txq);
-    /* Where each txq goes, and whether sends to a guest queue take its
-     * lock because several txqs share it. */
+    /* Where each txq goes, and whether several txqs share a guest queue
+     * (and so contend for its lock). */
     bool shared;
     atomic_read_relaxed(&dev->tx_shared, &shared);
     ds_put_cstr(ds, " onto guest queues");
@@ -1892,13 +1894,14 @@ netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
 
 static int
 netdev_vhost_send(struct netdev *netdev, int qid,
-                  struct dp_packet_batch *batch, bool concurrent_txq)
+                  struct dp_packet_batch *batch,
+                  bool concurrent_txq OVS_UNUSED)
 {
     struct netdev_vhost *dev = netdev_vhost_cast(netdev);
     struct vhost_pkt pkts[NETDEV_MAX_BURST];
     int n_pkts = dp_packet_batch_size(batch);
     int max_frame, cnt = 0, mtu_drops = 0, retries = 0;
-    bool running, offloads, shared;
+    bool running, offloads;
     int q;
 
     atomic_read_relaxed(&dev->running, &running);
@@ -1952,11 +1955,16 @@ netdev_vhost_send(struct netdev *netdev, int qid,
         }
     }
 
-    atomic_read_relaxed(&dev->tx_shared, &shared);
-    bool lock = concurrent_txq || shared;
-    if (lock && OVS_UNLIKELY(atomic_flag_test_and_set_explicit(
-                                 &dev->txlocks[q].busy,
-                                 memory_order_acquire))) {
+    /* The guest queue's lock is taken on every send, as OVS-DPDK takes
+     * it, not only when 'concurrent_txq' or the map shares the queue:
+     * when the guest enables or disables a queue, the main thread remaps
+     * the txqs while PMDs send, and a send that read the old map (queue
+     * 0 its own) can meet one that read the new map (queue 0 shared).
+     * Unlocked, the engine's trylock on the ring would turn one of them
+     * away, and its whole batch would be dropped.  Uncontended, the lock
+     * is one atomic exchange per batch on a line this thread holds. */
+    if (OVS_UNLIKELY(atomic_flag_test_and_set_explicit(
+                         &dev->txlocks[q].busy, memory_order_acquire))) {
         COVERAGE_INC(vhost_tx_contention);
         while (atomic_flag_test_and_set_explicit(&dev->txlocks[q].busy,
                                                  memory_order_acquire)) {
@@ -1978,10 +1986,7 @@ netdev_vhost_send(struct netdev *netdev, int qid,
         }
     } while (left && retries++ < max_retries);
 
-    if (lock) {
-        atomic_flag_clear_explicit(&dev->txlocks[q].busy,
-                                   memory_order_release);
-    }
+    atomic_flag_clear_explicit(&dev->txlocks[q].busy, memory_order_release);
 
     retries = MIN(retries, max_retries);
     if (OVS_UNLIKELY(retries)) {
