@@ -135,8 +135,6 @@ struct netdev_vhost {
     atomic_bool running;            /* Ready, reconfigured and admin up. */
     atomic_bool rxq_enabled[VHOST_MAX_QUEUE_PAIRS];
     atomic_int tx_map[NETDEV_VHOST_MAX_TXQ];   /* -1: no guest queue. */
-    atomic_bool tx_shared;          /* A guest queue has several txqs
-                                     * (for vhost/show). */
     atomic_int max_frame;           /* MTU plus Ethernet and VLAN. */
     atomic_int tx_retries_max;
     atomic_bool tx_offloads;        /* Guest takes partial csum and TSO. */
@@ -420,9 +418,7 @@ netdev_vhost_remap_txqs(struct netdev_vhost *dev)
     OVS_REQUIRES(dev->mutex)
 {
     int enabled[VHOST_MAX_QUEUE_PAIRS];
-    int users[VHOST_MAX_QUEUE_PAIRS] = { 0 };
     int n_enabled = 0, n_txq = MAX(dev->up.n_txq, 1);
-    bool shared = false;
 
     for (int q = 0; q < MIN(dev->guest_n_qp, VHOST_MAX_QUEUE_PAIRS); q++) {
         if (dev->guest_rx_enabled[q]) {
@@ -443,11 +439,7 @@ netdev_vhost_remap_txqs(struct netdev_vhost *dev)
             k = (k + 1) % n_enabled;
         }
         atomic_store_relaxed(&dev->tx_map[i], q);
-        if (users[q]++) {
-            shared = true;
-        }
     }
-    atomic_store_relaxed(&dev->tx_shared, shared);
 }
 
 /* Recomputes 'running' from the guest, the configuration and the admin
@@ -626,7 +618,6 @@ netdev_vhost_common_construct(struct netdev *netdev, bool client)
     netdev->n_rxq = 1;
     netdev->n_txq = 1;
     atomic_init(&dev->running, false);
-    atomic_init(&dev->tx_shared, false);
     atomic_init(&dev->max_frame, ETH_PAYLOAD_MAX + ETH_HEADER_LEN
                                  + VLAN_HEADER_LEN);
     atomic_init(&dev->tx_retries_max, NETDEV_VHOST_TX_RETRIES_DEF);
@@ -1421,15 +1412,22 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
     ds_put_format(ds, "  ovs queues: %d rx, %d tx", netdev->n_rxq,
                   netdev->n_txq);
     /* Where each txq goes, and whether several txqs share a guest queue
-     * (and so contend for its lock). */
-    bool shared;
-    atomic_read_relaxed(&dev->tx_shared, &shared);
+     * (and so contend for its lock).  The map is stable here: it is only
+     * rewritten under 'dev->mutex'. */
+    bool used[VHOST_MAX_QUEUE_PAIRS] = { false };
+    bool shared = false;
     ds_put_cstr(ds, " onto guest queues");
     int n_map = MIN(MAX(netdev->n_txq, 1), NETDEV_VHOST_MAX_TXQ);
-    for (int i = 0; i < MIN(n_map, 32); i++) {
+    for (int i = 0; i < n_map; i++) {
         int q;
         atomic_read_relaxed(&dev->tx_map[i], &q);
-        ds_put_format(ds, "%c%d", i ? ',' : ' ', q);
+        if (q >= 0 && q < VHOST_MAX_QUEUE_PAIRS) {
+            shared |= used[q];
+            used[q] = true;
+        }
+        if (i < 32) {
+            ds_put_format(ds, "%c%d", i ? ',' : ' ', q);
+        }
     }
     if (n_map > 32) {
         ds_put_cstr(ds, ",...");
