@@ -467,25 +467,29 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
 }
 
 /* Prefetch ahead of the batches, the packed twin of the split ring's
- * pipeline: the ring line VIRTQ_PACKED_DESC_AHEAD batches on, and the
- * buffers of the batch after this one (their first line, where the
- * header is; 'hdr_len' bytes on as well, where the frame starts), for
- * writing on enqueue.  By the time a batch reads its buffers, their lines
- * have had a whole batch's work to arrive: the batch's own prefetches come
- * too late to hide a miss to another CPU's cache, which is where a
- * driver's buffers are.  A hint only: the descriptors are read without
- * ordering, and one that is not available yet, or not in guest memory,
- * is skipped; the batch itself reads and checks everything again.  Stops
- * at the ring's end, where the wrap counter would flip. */
+ * pipeline: the buffers of the batch 'ahead' batches from the ring's
+ * next available descriptor (their first line, where the header is, and
+ * 'hdr_len' bytes on, where the frame starts; for writing on enqueue),
+ * and the ring line VIRTQ_PACKED_DESC_AHEAD - 1 batches after those.
+ * Called before each batch with 'ahead' 1, and at the end of a burst with
+ * 'ahead' 0, for the next burst's first batch: by the time a batch reads
+ * its buffers, their lines have had a batch's work (or the rest of the
+ * embedder's poll loop) to arrive.  The batch's own prefetches come too
+ * late to hide a miss to the driver's CPU, where its buffers are.  A
+ * hint only: the descriptors are read without ordering, and one that is
+ * not available yet, or not in guest memory, is skipped; the batch reads
+ * and checks everything again.  Stops at the ring's end, where the wrap
+ * counter would flip. */
 #define VIRTQ_PACKED_DESC_AHEAD 2
 
 static OVS_ALWAYS_INLINE void
 virtq_packed_prefetch_ahead__(const struct virtq *vq,
                               const struct guest_mem *mem,
-                              const uint32_t hdr_len, const bool write)
+                              const uint32_t hdr_len, const bool write,
+                              const unsigned int ahead)
 {
     const struct vring_packed_desc *ring = vq->desc;
-    uint32_t pos = (uint32_t) vq->last_avail_idx + VIRTQ_PACKED_BATCH;
+    uint32_t pos = (uint32_t) vq->last_avail_idx + ahead * VIRTQ_PACKED_BATCH;
 
     if (pos + VIRTQ_PACKED_DESC_AHEAD * VIRTQ_PACKED_BATCH <= vq->size) {
         __builtin_prefetch(&ring[pos + (VIRTQ_PACKED_DESC_AHEAD - 1)
@@ -647,7 +651,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     while (out < n && chains < VHOST_MAX_BURST) {
         if (out + 2 * VIRTQ_PACKED_BATCH <= n
             && chains + 2 * VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST) {
-            virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false);
+            virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false, 1);
         }
         if (out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
@@ -700,6 +704,9 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_flush_used__(vq, ctx, &sh);
     }
     virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    if (out) {
+        virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false, 0);
+    }
     return out;
 }
 
@@ -943,7 +950,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         unsigned int n_chains;
 
         if (done + 2 * VIRTQ_PACKED_BATCH <= n) {
-            virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true);
+            virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 1);
         }
         if (done + VIRTQ_PACKED_BATCH <= n
             && sh.n + VIRTQ_PACKED_BATCH <= VIRTQ_PACKED_SHADOW_SIZE
@@ -992,6 +999,9 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_packed_flush_used__(vq, ctx, &sh);
     virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    if (done) {
+        virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 0);
+    }
     return done;
 }
 
