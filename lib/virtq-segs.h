@@ -120,7 +120,26 @@ virtq_copy(void *dst, const void *src, size_t n)
         memcpy(d, s, 32);
         memcpy(d + n - 32, s + n - 32, 32);
     } else {
-        memcpy(d, s, n);
+        /* 64 bytes a time, then the last 64 (overlapping), in 16-byte
+         * moves.  Not memcpy(): glibc picks its widest variant, and on
+         * a CPU with AVX-512 its 64-byte moves made the 1518-byte rows of
+         * make bench 12-23% slower than 16- or 32-byte ones.  The empty
+         * asm keeps the compiler from turning the loop back into a call. */
+        const uint8_t *last = s + n - 64;
+        uint8_t *d_last = d + n - 64;
+        while (s < last) {
+            memcpy(d, s, 16);
+            memcpy(d + 16, s + 16, 16);
+            memcpy(d + 32, s + 32, 16);
+            memcpy(d + 48, s + 48, 16);
+            d += 64;
+            s += 64;
+            __asm__("" : "+r" (d), "+r" (s));
+        }
+        memcpy(d_last, last, 16);
+        memcpy(d_last + 16, last + 16, 16);
+        memcpy(d_last + 32, last + 32, 16);
+        memcpy(d_last + 48, last + 48, 16);
     }
 }
 

@@ -78,11 +78,14 @@
 #define FWD_BUF_SIZE 2048               /* Bytes per pool buffer... */
 #define FWD_HEADROOM 64                 /* ...of which headroom. */
 #define FWD_BUF_ROOM (FWD_BUF_SIZE - FWD_HEADROOM)
-#define FWD_POOL_BUFS 1024              /* Buffers in the pool. */
+/* Buffers are one cache line more than 2 KiB apart: at a power-of-two
+ * stride every buffer's frame would start in the same two L1 sets (the
+ * set index repeats every 4 KiB), and a burst of 32 frames would evict
+ * its own lines there. */
+#define FWD_BUF_STRIDE (FWD_BUF_SIZE + 64)
 #define FWD_POOL_ALIGN ((size_t) 2 << 20) /* A huge page on x86 and arm64. */
-#define FWD_POOL_SIZE                   /* The pool, in whole huge pages. */ \
-    (((size_t) FWD_POOL_BUFS * FWD_BUF_SIZE + FWD_POOL_ALIGN - 1) \
-     & ~(FWD_POOL_ALIGN - 1))
+#define FWD_POOL_SIZE FWD_POOL_ALIGN    /* The pool: one huge page... */
+#define FWD_POOL_BUFS (FWD_POOL_SIZE / FWD_BUF_STRIDE) /* ...992 buffers. */
 
 /* Generated packets (txonly). */
 #define FWD_ETH_LEN 14
@@ -301,7 +304,7 @@ fwd_per_pkt(uint64_t cycles, uint64_t pkts)
 /* The buffer pool: a LIFO stack of fixed-size buffers, so the buffers used
  * last, still in cache, are reused first.  PMD only. */
 struct fwd_pool {
-    uint8_t *mem;                       /* FWD_POOL_BUFS * FWD_BUF_SIZE. */
+    uint8_t *mem;                       /* FWD_POOL_SIZE bytes. */
     uint8_t *free[FWD_POOL_BUFS];
     unsigned int n_free;
     uint64_t n_mallocs;                 /* Buffers too big for the pool. */
@@ -324,7 +327,7 @@ fwd_pool_init(struct fwd_pool *pool)
     memset(pool->mem, 0, FWD_POOL_SIZE);
     for (unsigned int i = 0; i < FWD_POOL_BUFS; i++) {
         pool->free[i] = pool->mem + (size_t) (FWD_POOL_BUFS - 1 - i)
-                                    * FWD_BUF_SIZE;
+                                    * FWD_BUF_STRIDE;
     }
     pool->n_free = FWD_POOL_BUFS;
     pool->n_mallocs = 0;
@@ -336,8 +339,7 @@ fwd_pool_owns(const struct fwd_pool *pool, const void *buf)
 {
     const uint8_t *b = buf;
 
-    return b >= pool->mem && b < pool->mem + (size_t) FWD_POOL_BUFS
-                                             * FWD_BUF_SIZE;
+    return b >= pool->mem && b < pool->mem + FWD_POOL_SIZE;
 }
 
 /* 'struct vhost_pkt_alloc' callback: gives 'pkt' a buffer with room for
