@@ -479,7 +479,10 @@ virtq_packed_copy_out__(struct virtq *vq, const struct virtq_segs *segs,
  * hint only: the descriptors are read without ordering, and one that is
  * not available yet, or not in guest memory, is skipped; the batch reads
  * and checks everything again.  Stops at the ring's end, where the wrap
- * counter would flip. */
+ * counter would flip.  Before a batch ('ahead' 1) it only runs where a
+ * batch can start, at a multiple of VIRTQ_PACKED_BATCH: where chains go
+ * one at a time, it would otherwise prefetch (and translate) the same
+ * descriptors for each of the four chains before them. */
 #define VIRTQ_PACKED_DESC_AHEAD 2
 
 static OVS_ALWAYS_INLINE void
@@ -491,6 +494,9 @@ virtq_packed_prefetch_ahead__(const struct virtq *vq,
     const struct vring_packed_desc *ring = vq->desc;
     uint32_t pos = (uint32_t) vq->last_avail_idx + ahead * VIRTQ_PACKED_BATCH;
 
+    if (ahead && vq->last_avail_idx & (VIRTQ_PACKED_BATCH - 1)) {
+        return;
+    }
     if (pos + VIRTQ_PACKED_DESC_AHEAD * VIRTQ_PACKED_BATCH <= vq->size) {
         __builtin_prefetch(&ring[pos + (VIRTQ_PACKED_DESC_AHEAD - 1)
                                        * VIRTQ_PACKED_BATCH]);
