@@ -22,8 +22,12 @@
 # frontend's Mpps each way (Rx-pps of port 0 and port 1), and the PMD's
 # "avg processing cycles per packet" from
 # `ovs-appctl dpif-netdev/pmd-stats-show` after `pmd-stats-clear`.  The
-# median of the runs is kept; the ratio is ovs-vhost / ovs-dpdk (above 1 is
-# better for Mpps, below 1 is better for cycles).  Before each run the
+# median of the runs is kept, with the range of cycles/packet over the
+# runs; the ratio is ovs-vhost / ovs-dpdk (above 1 is better for Mpps,
+# below 1 is better for cycles), of the medians and, "paired", the median
+# of the ratios of the two switches' runs with the same number, which ran
+# back to back (the steadier figure on a VM whose speed drifts from one
+# minute to the next).  Before each run the
 # script counts the other runnable tasks on the machine: more than one
 # means the figures measure the load, not the switches.
 #
@@ -197,6 +201,31 @@ median () {
             printf "%s", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# paired SWITCH RING WHAT (mpps: both ways summed; cycles): median over
+# the runs of SWITCH's figure / ovs-dpdk's in the same run number, which
+# ran back to back.  On a VM the loop's speed drifts within a minute with
+# where the host puts the two vCPUs (as much as 2x here); a ratio taken
+# within one pair of runs keeps most of that out of the comparison.
+paired () {
+    awk -F, -v s="$1" -v r="$2" -v w="$3" '
+        NR > 1 && $2 == r && ($1 == s || $1 == "ovs-dpdk") {
+            v[$1, $3] = (w == "mpps") ? $4 + $5 : $6; runs[$3] = 1 }
+        END { for (k in runs)
+                  if (v["ovs-dpdk", k] + 0 > 0 && v[s, k] + 0 > 0)
+                      print v[s, k] / v["ovs-dpdk", k] }' "$out/raw.csv" |
+        sort -g | awk '{ v[NR] = $1 } END {
+            if (!NR) { print "?"; exit }
+            printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# spread SWITCH RING: the lowest and highest cycles/packet of its runs.
+spread () {
+    awk -F, -v s="$1" -v r="$2" 'NR > 1 && $1 == s && $2 == r {
+            if (n++ == 0 || $6 < lo) lo = $6; if ($6 > hi) hi = $6 }
+        END { if (n) printf "%.0f-%.0f", lo, hi; else printf "?" }' \
+        "$out/raw.csv"
+}
+
 echo "switch,ring,rep,mpps_0to1,mpps_1to0,cycles_per_packet,others_busy" > "$out/raw.csv"
 status=0
 for ring in $rings; do
@@ -217,8 +246,8 @@ for ring in $rings; do
 done
 
 {
-    echo "| ring | switch | Mpps 0->1 | Mpps 1->0 | PMD cycles/packet | Mpps ratio | cycles ratio |"
-    echo "|------|--------|-----------|-----------|-------------------|------------|--------------|"
+    echo "| ring | switch | Mpps 0->1 | Mpps 1->0 | PMD cycles/packet | cycles/packet, all runs | Mpps ratio | cycles ratio | paired Mpps ratio | paired cycles ratio |"
+    echo "|------|--------|-----------|-----------|-------------------|-------------------------|------------|--------------|-------------------|---------------------|"
     for ring in $rings; do
         d0=$(median ovs-dpdk "$ring" 4); d1=$(median ovs-dpdk "$ring" 5)
         dc=$(median ovs-dpdk "$ring" 6)
@@ -228,10 +257,12 @@ done
             ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
                 'BEGIN { printf (c + d > 0) ? "%.2f" : "?", (a + b) / (c + d) }' 2>/dev/null)
             cratio=$(awk -v a="$c" -v b="$dc" 'BEGIN { printf (b > 0) ? "%.2f" : "?", a / b }' 2>/dev/null)
-            echo "| $ring | $sw | $m0 | $m1 | $c | $ratio | $cratio |"
+            echo "| $ring | $sw | $m0 | $m1 | $c | $(spread "$sw" "$ring") | $ratio | $cratio | $(paired "$sw" "$ring" mpps) | $(paired "$sw" "$ring" cycles) |"
         done
     done
     echo
+    echo "Median of $reps runs of ${duration} s, the switches alternating" \
+         "(paired: median of the ratios of runs made back to back)."
     echo "Other runnable tasks before each run (0-1: idle machine):" \
          "$(awk -F, 'NR > 1 { printf "%s%s", sep, $7; sep = " " }' "$out/raw.csv")"
 } > "$out/table.md"
