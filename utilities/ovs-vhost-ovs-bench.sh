@@ -27,9 +27,9 @@
 # below 1 is better for cycles), of the medians and, "paired", the median
 # of the ratios of the two switches' runs with the same number, which ran
 # back to back (the steadier figure on a VM whose speed drifts from one
-# minute to the next).  Before each run the
-# script counts the other runnable tasks on the machine: more than one
-# means the figures measure the load, not the switches.
+# minute to the next).  Before each run the script counts the other
+# runnable tasks on the machine: more than one means the figures measure
+# the load, not the switches.
 #
 # Output in OUT (default ./bench-ovs): raw.csv, table.md (also printed),
 # logs/.
@@ -218,9 +218,10 @@ paired () {
             printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# spread SWITCH RING: the lowest and highest cycles/packet of its runs.
+# spread SWITCH RING: the lowest and highest cycles/packet of its runs
+# (a run whose PMD statistics could not be read has 0 and is left out).
 spread () {
-    awk -F, -v s="$1" -v r="$2" 'NR > 1 && $1 == s && $2 == r {
+    awk -F, -v s="$1" -v r="$2" 'NR > 1 && $1 == s && $2 == r && $6 > 0 {
             if (n++ == 0 || $6 < lo) lo = $6; if ($6 > hi) hi = $6 }
         END { if (n) printf "%.0f-%.0f", lo, hi; else printf "?" }' \
         "$out/raw.csv"
