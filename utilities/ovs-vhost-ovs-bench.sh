@@ -193,12 +193,18 @@ run_switch () {
     echo "  $sw $ring run $rep: $(tail -1 "$out/raw.csv" | cut -d, -f4,5) Mpps, ${cyc:-?} cycles/packet, $busy other runnable tasks" >&2
 }
 
+# median_of FORMAT: the median of the numbers on stdin, one a line,
+# printed with printf FORMAT ("?" if there are none).
+median_of () {
+    sort -g | awk -v f="$1" '{ v[NR] = $1 } END {
+        if (!NR) { print "?"; exit }
+        printf f, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # median SWITCH RING COLUMN (4, 5: Mpps each way; 6: cycles/packet)
 median () {
     awk -F, -v s="$1" -v r="$2" -v c="$3" '$1 == s && $2 == r { print $c }' \
-        "$out/raw.csv" | sort -g | awk '{ v[NR] = $1 } END {
-            if (!NR) { print "?"; exit }
-            printf "%s", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        "$out/raw.csv" | median_of %s
 }
 
 # paired SWITCH RING WHAT (mpps: both ways summed; cycles): median over
@@ -213,9 +219,7 @@ paired () {
         END { for (k in runs)
                   if (v["ovs-dpdk", k] + 0 > 0 && v[s, k] + 0 > 0)
                       print v[s, k] / v["ovs-dpdk", k] }' "$out/raw.csv" |
-        sort -g | awk '{ v[NR] = $1 } END {
-            if (!NR) { print "?"; exit }
-            printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+        median_of %.2f
 }
 
 # spread SWITCH RING: the lowest and highest cycles/packet of its runs
