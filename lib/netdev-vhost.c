@@ -1844,8 +1844,6 @@ netdev_vhost_rxq_enabled(struct netdev_rxq *rxq)
 }
 
 /* Offload metadata for an OVS packet going to the guest.  Cold: only for
- * packets OVS left with a partial checksum or for segmentation. */
-/* Offload metadata for an OVS packet going to the guest.  Cold: only for
  * packets OVS left with a partial checksum or for segmentation.  Returns
  * false if the packet's headers cannot carry what its flags ask for (no
  * L3 or L4 header, or a TCP header that runs past the packet): such a
