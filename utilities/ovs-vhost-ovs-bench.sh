@@ -118,8 +118,13 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-pmd_cpu=$(echo "$cpus" | tr ',' '\n' | awk -F- '
-    { for (c = $1; c <= ($2 == "" ? $1 : $2); c++) if (++n == 2) { print c; exit } }')
+# nth_cpu N: the Nth CPU this script may run on.
+nth_cpu () {
+    echo "$cpus" | tr ',' '\n' | awk -F- -v want="$1" '
+        { for (c = $1; c <= ($2 == "" ? $1 : $2); c++) if (++n == want) { print c; exit } }'
+}
+fe_cpu=$(nth_cpu 1)
+pmd_cpu=$(nth_cpu 2)
 [ -n "$pmd_cpu" ] || { echo "ovs-vhost-ovs-bench: needs two CPUs" >&2; exit 1; }
 pmd_mask=$(printf '0x%x' $((1 << pmd_cpu)))
 
@@ -130,7 +135,7 @@ pmd_mask=$(printf '0x%x' $((1 << pmd_cpu)))
 # a subshell of its own (&): it pins that subshell, whose pid sh's $PPID
 # gives.
 pmd_seconds () {
-    taskset -pc 0 "$(sh -c 'echo $PPID')" >/dev/null
+    taskset -pc "$fe_cpu" "$(sh -c 'echo $PPID')" >/dev/null
     for i in $(seq 1 "$2"); do
         sleep 1
         ovs_appctl "$1" dpif-netdev/pmd-stats-show |
@@ -179,7 +184,7 @@ run_switch () {
     "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=1,actions=output:2 &&
     "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=2,actions=output:1 || return 1
 
-    TPMD_FWD_CPU=0 TPMD_MEM=1024 \
+    TPMD_FWD_CPU=$fe_cpu TPMD_MEM=1024 \
     TPMD_EAL_ARGS="--log-level=pmd.net.virtio.*:info" tpmd_start fe "$work" \
         "net_virtio_user0,path=$O/vhu0$vdevopt net_virtio_user1,path=$O/vhu1$vdevopt" \
         --forward-mode=io --txd=1024 --rxd=1024 || return 1
