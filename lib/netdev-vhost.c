@@ -1581,6 +1581,33 @@ netdev_vhost_recycle(struct netdev_vhost_cache *cache, struct dp_packet *b)
     }
 }
 
+/* Gives 'pkt' a standard block from 'cache', if it has one, reset for a
+ * new packet: the block's base, size and source are ours already; what
+ * OVS may have changed is reset, and the packet metadata is initialised
+ * by dpif-netdev on input.  Inline: the dequeue's slots are refilled with
+ * it in one tight loop. */
+static inline bool
+netdev_vhost_take_cached(struct netdev_vhost_cache *cache,
+                         struct vhost_pkt *pkt)
+{
+    struct dp_packet *b;
+
+    if (OVS_UNLIKELY(!cache->n)) {
+        return false;
+    }
+    b = cache->pkts[--cache->n];
+    dp_packet_set_data(b, (char *) (b + 1) + NETDEV_VHOST_HEADROOM);
+    dp_packet_set_size(b, 0);
+    dp_packet_reset_offsets(b);
+    dp_packet_reset_cutlen(b);
+    dp_packet_reset_offload(b);
+    b->packet_type = htonl(PT_ETH);
+    pkt->data = dp_packet_data(b);
+    pkt->size = NETDEV_VHOST_STD_ROOM;
+    pkt->handle = b;
+    return true;
+}
+
 /* What the allocator needs during one dequeue: this thread's cache, looked
  * up once per burst, and the port, for counting failures. */
 struct netdev_vhost_rx_ctx {
@@ -1596,12 +1623,11 @@ netdev_vhost_pkt_alloc(void *ctx_, struct vhost_pkt *pkt, uint32_t len)
     const struct netdev_vhost_rx_ctx *ctx = ctx_;
     size_t headroom = NETDEV_VHOST_HEADROOM;
     size_t room = NETDEV_VHOST_STD_ROOM;
-    struct dp_packet *b = NULL;
+    struct dp_packet *b;
 
     if (OVS_LIKELY(len <= NETDEV_VHOST_STD_ROOM)) {
-        struct netdev_vhost_cache *cache = ctx->cache;
-        if (OVS_LIKELY(cache->n)) {
-            b = cache->pkts[--cache->n];
+        if (OVS_LIKELY(netdev_vhost_take_cached(ctx->cache, pkt))) {
+            return true;
         }
     } else {
         room = ROUND_UP(len, 64);
@@ -1614,24 +1640,12 @@ netdev_vhost_pkt_alloc(void *ctx_, struct vhost_pkt *pkt, uint32_t len)
             headroom = MIN(headroom, UINT16_MAX - room);
         }
     }
-    if (OVS_LIKELY(b)) {
-        /* A block we made: its base, size and source are ours already.
-         * Reset what OVS may have changed; the packet metadata is
-         * initialised by dpif-netdev on input. */
-        dp_packet_set_data(b, (char *) (b + 1) + headroom);
-        dp_packet_set_size(b, 0);
-        dp_packet_reset_offsets(b);
-        dp_packet_reset_cutlen(b);
-        dp_packet_reset_offload(b);
-        b->packet_type = htonl(PT_ETH);
-    } else {
-        b = malloc(sizeof *b + headroom + room);
-        if (OVS_UNLIKELY(!b)) {
-            goto fail;
-        }
-        dp_packet_use_stub(b, b + 1, headroom + room);
-        dp_packet_reserve(b, headroom);
+    b = malloc(sizeof *b + headroom + room);
+    if (OVS_UNLIKELY(!b)) {
+        goto fail;
     }
+    dp_packet_use_stub(b, b + 1, headroom + room);
+    dp_packet_reserve(b, headroom);
     pkt->data = dp_packet_data(b);
     pkt->size = room;
     pkt->handle = b;
@@ -1739,13 +1753,15 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
          * dropped by the engine rather than left blocking the ring. */
         .max_len = UINT16_MAX,
     };
-    /* Standard buffers in every slot, in one tight loop, rather than one
-     * allocator call per packet from inside the burst: the engine keeps
-     * them, and only calls 'alloc' for a packet larger than 2 KiB.  The
-     * slots the guest does not fill stay for the next call. */
+    /* Standard buffers in every slot, in one tight loop with the cache's
+     * fast path inline, rather than one allocator call per packet from
+     * inside the burst: the engine keeps them, and only calls 'alloc'
+     * for a packet larger than 2 KiB.  The slots the guest does not fill
+     * stay for the next call. */
     if (rxq->n_empty) {
         for (int i = 0; i < NETDEV_MAX_BURST; i++) {
             if (!rxq->pkts[i].data
+                && !netdev_vhost_take_cached(ctx.cache, &rxq->pkts[i])
                 && !netdev_vhost_pkt_alloc(alloc.aux, &rxq->pkts[i], 0)) {
                 break;
             }
