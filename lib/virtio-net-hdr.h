@@ -12,6 +12,7 @@
 #define OVS_VHOST_VIRTIO_NET_HDR_H 1
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
 #include "util.h"
@@ -29,6 +30,23 @@ struct virtio_net_hdr {
     uint16_t num_buffers;       /* With MRG_RXBUF or VERSION_1 only. */
 };
 BUILD_ASSERT_DECL(sizeof(struct virtio_net_hdr) == 12);
+
+/* struct vhost_offload is the header's first 10 bytes, field for field,
+ * with the same flag and GSO values: enqueue stores it as it is
+ * (virtq_hdr_store()). */
+#define VIRTIO_NET_HDR_SAME_FIELD(F)                                     \
+    BUILD_ASSERT_DECL(offsetof(struct vhost_offload, F)                 \
+                      == offsetof(struct virtio_net_hdr, F)             \
+                      && sizeof(((struct vhost_offload *) 0)->F)        \
+                         == sizeof(((struct virtio_net_hdr *) 0)->F))
+VIRTIO_NET_HDR_SAME_FIELD(flags);
+VIRTIO_NET_HDR_SAME_FIELD(gso_type);
+VIRTIO_NET_HDR_SAME_FIELD(hdr_len);
+VIRTIO_NET_HDR_SAME_FIELD(gso_size);
+VIRTIO_NET_HDR_SAME_FIELD(csum_start);
+VIRTIO_NET_HDR_SAME_FIELD(csum_offset);
+BUILD_ASSERT_DECL(VHOST_OL_NEEDS_CSUM == VIRTIO_NET_HDR_F_NEEDS_CSUM
+                  && VHOST_OL_DATA_VALID == VIRTIO_NET_HDR_F_DATA_VALID);
 
 #define VIRTIO_NET_HDR_LEN_LEGACY 10
 #define VIRTIO_NET_HDR_LEN 12

@@ -918,10 +918,8 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_shadow_add__(sh, d[i].id, 1, hdr_len + p->len, false);
     }
     for (i = 0; i < VIRTQ_PACKED_BATCH; i++) {
-        struct virtio_net_hdr hdr;
-
-        virtio_net_hdr_build(&hdr, &pkts[i].ol, 1);
-        *hdr_storedp += virtq_hdr_store(hva[i], &hdr, hdr_len, hdr_cmp);
+        *hdr_storedp += virtq_hdr_store(hva[i], &pkts[i].ol, 1, hdr_len,
+                                        hdr_cmp);
     }
     virtq_packed_advance__(&vq->last_avail_idx, &vq->avail_wrap_counter,
                            VIRTQ_PACKED_BATCH, vq->size);
@@ -980,10 +978,8 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
             break;
         }
 
-        struct virtio_net_hdr hdr;
-        virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len,
-                                      p, ctx->log, hdr_cmp);
+        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, hdr_len, p,
+                                      ctx->log, hdr_cmp);
         hdr_put++;
         for (unsigned int c = 0; c < n_chains; c++) {
             if (in_order) {

@@ -21,6 +21,7 @@
 #include "util.h"
 #include "vhost-cold.h"
 #include "vhost-dirty-log.h"
+#include "virtio-net-hdr.h"
 #include "virtio-ring.h"
 
 /* Most segments in the chains of one packet; longer chains are dropped
@@ -174,49 +175,61 @@ virtq_segs_add(const struct guest_mem *mem, uint64_t addr, uint32_t len,
     return -1;
 }
 
-/* Enqueue: stores the 'hdr_len'-byte virtio-net header 'hdr' at 'dst' in
- * a guest RX buffer.  With 'cmp', only if those bytes are not there
- * already: drivers put the header in the headroom before the packet, so
- * it has a cache line of its own, which the driver reads for every packet
- * (num_buffers, flags).  A store takes that line from the driver's cache
- * each time and the driver's next read fetches it back: two transfers
- * between CPUs per packet, which headers that repeat can save (the line
- * stays shared).  Without 'cmp' the store goes straight to the store
- * buffer, and does not wait for a line the driver holds (see
- * virtq_hdr_mode_begin() for which to use).  What the guest writes there
- * meanwhile is its own business: the bytes are in its own buffer.
- * Returns true if it stored the header. */
+/* Enqueue: stores at 'dst' in a guest RX buffer the 'hdr_len'-byte
+ * virtio-net header for offloads 'ol' and 'num_buffers'.  With 'cmp', only
+ * if those bytes are not there already: drivers put the header in the
+ * headroom before the packet, so it has a cache line of its own, which the
+ * driver reads for every packet (num_buffers, flags).  A store takes that
+ * line from the driver's cache each time and the driver's next read
+ * fetches it back: two transfers between CPUs per packet, which headers
+ * that repeat can save (the line stays shared).  Without 'cmp' the store
+ * goes straight to the store buffer, and does not wait for a line the
+ * driver holds (see virtq_hdr_mode_begin() for which to use).  What the
+ * guest writes there meanwhile is its own business: the bytes are in its
+ * own buffer.  Returns true if it stored the header.
+ *
+ * The header is built in registers, its first 8 bytes loaded straight
+ * from 'ol' (which has the header's layout: virtio-net-hdr.h), never in a
+ * struct on the stack: the compare's 8- and 4-byte loads of such a struct,
+ * written a field at a time, cannot be forwarded from the store buffer
+ * and wait for the field stores to retire, on every packet. */
 static inline __attribute__((always_inline)) bool
-virtq_hdr_store(void *dst, const void *hdr, const uint32_t hdr_len,
-                const bool cmp)
+virtq_hdr_store(void *dst, const struct vhost_offload *ol,
+                uint16_t num_buffers, const uint32_t hdr_len, const bool cmp)
 {
-    if (cmp) {
-        /* 10 or 12 bytes: two loads each side, no libc call. */
-        const uint32_t tail = hdr_len == 12 ? 4 : 2;
-        uint64_t have8, want8;
-        uint32_t have4 = 0, want4 = 0;
+    /* 10 or 12 bytes: the 8 up to csum_offset, then csum_offset and, in
+     * the 12-byte header, num_buffers. */
+    const uint32_t tail_len = hdr_len - 8;
+    uint16_t tail[2] = { ol->csum_offset, num_buffers };
+    uint64_t head;
 
-        memcpy(&have8, dst, 8);
-        memcpy(&want8, hdr, 8);
-        memcpy(&have4, (const uint8_t *) dst + 8, tail);
-        memcpy(&want4, (const uint8_t *) hdr + 8, tail);
-        if (have8 == want8 && have4 == want4) {
+    memcpy(&head, ol, 8);
+    if (cmp) {
+        uint16_t have_tail[2] = { 0, 0 };
+        uint64_t have_head;
+
+        memcpy(&have_head, dst, 8);
+        memcpy(have_tail, (const uint8_t *) dst + 8, tail_len);
+        if (have_head == head && have_tail[0] == tail[0]
+            && (tail_len == 2 || have_tail[1] == tail[1])) {
             return false;
         }
     }
-    memcpy(dst, hdr, hdr_len);
+    memcpy(dst, &head, 8);
+    memcpy((uint8_t *) dst + 8, tail, tail_len);
     return true;
 }
 
 /* Enqueue, for both ring layouts: writes the 'hdr_len'-byte virtio-net
- * header 'hdr' and then the packet of 'p' into the segments of the
- * 'n_chains' chains in 'chains', which the caller reserved with room for
- * both, and stores in each chain's 'written' the bytes that went into it.
+ * header for the offloads of 'p' (its num_buffers 'n_chains') and then the
+ * packet of 'p' into the segments of the 'n_chains' chains in 'chains',
+ * which the caller reserved with room for both, and stores in each
+ * chain's 'written' the bytes that went into it.
  * Marks what it writes in 'log', if any.  The header goes in as
  * virtq_hdr_store() with 'cmp' puts it; returns true if it was stored. */
 static OVS_ALWAYS_INLINE bool
 virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
-                unsigned int n_chains, const void *hdr, uint32_t hdr_len,
+                unsigned int n_chains, uint32_t hdr_len,
                 const struct vhost_pkt *p, struct vhost_dirty_log *log,
                 bool cmp)
 {
@@ -228,7 +241,7 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
         /* The usual case: header and packet in one guest buffer. */
         uint8_t *dst = segs->segs[0].hva;
 
-        stored = virtq_hdr_store(dst, hdr, hdr_len, cmp);
+        stored = virtq_hdr_store(dst, &p->ol, n_chains, hdr_len, cmp);
         virtq_copy(dst + hdr_len, p->data, p->len);
         if (OVS_UNLIKELY(log)) {
             vhost_dirty_log_write(log, segs->segs[0].gpa, hdr_len + p->len);
@@ -238,10 +251,14 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
     }
 
     if (OVS_LIKELY(segs->segs[0].len >= hdr_len)) {
-        stored = virtq_hdr_store(segs->segs[0].hva, hdr, hdr_len, cmp);
+        stored = virtq_hdr_store(segs->segs[0].hva, &p->ol, n_chains,
+                                 hdr_len, cmp);
         off = hdr_len;
     } else {
-        vhost_cold_scatter(segs, &seg, &off, hdr, hdr_len);
+        struct virtio_net_hdr hdr;
+
+        virtio_net_hdr_build(&hdr, &p->ol, n_chains);
+        vhost_cold_scatter(segs, &seg, &off, &hdr, hdr_len);
     }
 
     const uint8_t *src = p->data;

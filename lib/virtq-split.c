@@ -696,10 +696,8 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                                      avail_left + 1, true);
 
         /* Header, then packet, into the reserved segments. */
-        struct virtio_net_hdr hdr;
-        virtio_net_hdr_build(&hdr, &p->ol, n_chains);
-        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, &hdr, hdr_len,
-                                      p, ctx->log, hdr_cmp);
+        hdr_stored += virtq_segs_fill(&segs, chains, n_chains, hdr_len, p,
+                                      ctx->log, hdr_cmp);
         hdr_put++;
         for (unsigned int c = 0; c < n_chains; c++) {
             if (in_order) {
