@@ -20,6 +20,12 @@
 #define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
 #define VIRTIO_NET_HDR_F_DATA_VALID 2
 
+#define VIRTIO_NET_HDR_GSO_NONE 0
+#define VIRTIO_NET_HDR_GSO_TCPV4 1
+#define VIRTIO_NET_HDR_GSO_UDP 3
+#define VIRTIO_NET_HDR_GSO_TCPV6 4
+#define VIRTIO_NET_HDR_GSO_ECN 0x80
+
 struct virtio_net_hdr {
     uint8_t flags;
     uint8_t gso_type;
@@ -31,9 +37,10 @@ struct virtio_net_hdr {
 };
 BUILD_ASSERT_DECL(sizeof(struct virtio_net_hdr) == 12);
 
-/* struct vhost_offload is the header's first 10 bytes, field for field,
- * with the same flag and GSO values: enqueue stores it as it is
- * (virtq_hdr_store()). */
+/* struct vhost_offload has the layout of the header's first 10 bytes,
+ * field for field, and the header's flag and GSO values: enqueue copies
+ * its first 8 bytes into the guest's header unchanged (virtq_hdr_store()),
+ * and the parse and build below copy the fields one for one. */
 #define VIRTIO_NET_HDR_SAME_FIELD(F)                                     \
     BUILD_ASSERT_DECL(offsetof(struct vhost_offload, F)                 \
                       == offsetof(struct virtio_net_hdr, F)             \
@@ -47,6 +54,11 @@ VIRTIO_NET_HDR_SAME_FIELD(csum_start);
 VIRTIO_NET_HDR_SAME_FIELD(csum_offset);
 BUILD_ASSERT_DECL(VHOST_OL_NEEDS_CSUM == VIRTIO_NET_HDR_F_NEEDS_CSUM
                   && VHOST_OL_DATA_VALID == VIRTIO_NET_HDR_F_DATA_VALID);
+BUILD_ASSERT_DECL(VHOST_GSO_NONE == VIRTIO_NET_HDR_GSO_NONE
+                  && VHOST_GSO_TCPV4 == VIRTIO_NET_HDR_GSO_TCPV4
+                  && VHOST_GSO_UDP == VIRTIO_NET_HDR_GSO_UDP
+                  && VHOST_GSO_TCPV6 == VIRTIO_NET_HDR_GSO_TCPV6
+                  && VHOST_GSO_ECN == VIRTIO_NET_HDR_GSO_ECN);
 
 #define VIRTIO_NET_HDR_LEN_LEGACY 10
 #define VIRTIO_NET_HDR_LEN 12

@@ -197,8 +197,9 @@ static inline __attribute__((always_inline)) bool
 virtq_hdr_store(void *dst, const struct vhost_offload *ol,
                 uint16_t num_buffers, const uint32_t hdr_len, const bool cmp)
 {
-    /* 10 or 12 bytes: the 8 up to csum_offset, then csum_offset and, in
-     * the 12-byte header, num_buffers. */
+    /* 10 or 12 bytes (the only lengths virtq_configure() gives a queue):
+     * the 8 up to csum_offset, then csum_offset and, in the 12-byte
+     * header, num_buffers. */
     const uint32_t tail_len = hdr_len - 8;
     uint16_t tail[2] = { ol->csum_offset, num_buffers };
     uint64_t head;
