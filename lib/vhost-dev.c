@@ -66,7 +66,7 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
         if (dev->name) {
             vq->name = dev->name;
         }
-        virtq_configure(vq, dev->features);
+        virtq_configure(vq, dev->features, dev->mem);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
     }
@@ -77,7 +77,10 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
 }
 
 /* Sets 'dev''s negotiated features to 'features' and reconfigures every
- * queue's data path for them, under the queues' access locks. */
+ * queue's data path for them, under the queues' access locks: a queue
+ * whose ring layout changes is translated again for the new layout in the
+ * same critical section, and stops if it no longer fits
+ * (virtq_configure()). */
 void
 vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
 {
@@ -85,10 +88,22 @@ vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
     dev->features = features;
     for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
         if (dev->vqs[i]) {
-            virtq_configure(dev->vqs[i], features);
+            virtq_configure(dev->vqs[i], features, dev->mem);
         }
     }
     vhost_dev_unlock_queues(dev);
+}
+
+/* Returns true if any of 'dev''s queues is started (virtq_started()). */
+bool
+vhost_dev_any_started(const struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        if (dev->vqs[i] && virtq_started(dev->vqs[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Takes every allocated queue's access lock, in index order (the only lock
@@ -138,17 +153,6 @@ vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
 
     guest_mem_destroy(old);
     vhost_dev_update_ready(dev);
-}
-
-/* Retranslates 'vq''s ring through the current memory table, under its
- * access lock; the queue stops if its ring does not translate. */
-void
-vhost_dev_remap_queue(struct vhost_dev *dev, struct virtq *vq)
-{
-    virtq_lock(vq);
-    virtq_map(vq, dev->mem);
-    vq->ready = vq->ready && virtq_can_run(vq);
-    virtq_unlock(vq);
 }
 
 /* Pair 0 (the guest's first RX and TX rings) is what makes a device
@@ -297,6 +301,23 @@ vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
     }
 }
 
+/* Replaces 'dev''s log call eventfd (SET_LOG_FD) with 'fd', or with none
+ * if 'fd' is -1.  A burst that dirtied the log write()s to this fd before
+ * it lets go of its queue's access lock (vhost-datapath.c), so the swap is
+ * made with every queue lock held, and the old fd is closed after it: no
+ * burst can then still hold the old number, which the kernel may give to
+ * the next file opened. */
+void
+vhost_dev_set_log_call_fd(struct vhost_dev *dev, int fd)
+{
+    int old = dev->log_call_fd;
+
+    vhost_dev_lock_queues(dev);
+    dev->log_call_fd = fd;
+    vhost_dev_unlock_queues(dev);
+    close_fd_quietly(old);
+}
+
 /* Returns 'dev' to the state of a device no frontend has talked to: the
  * embedder is told the device is gone (if it was ready), every queue is
  * stopped and reset, guest memory and the dirty log are unmapped and every
@@ -318,8 +339,7 @@ vhost_dev_reset(struct vhost_dev *dev)
     vhost_dev_set_features(dev, 0);
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
-    close_fd_quietly(dev->log_call_fd);
-    dev->log_call_fd = -1;
+    vhost_dev_set_log_call_fd(dev, -1);
     close_fd_quietly(dev->backend_req_fd);
     dev->backend_req_fd = -1;
 

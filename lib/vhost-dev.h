@@ -72,7 +72,8 @@ struct vhost_dev {
                                      * 'rarp_mac' (atomic). */
     uint8_t status;
 
-    /* Dirty log (SET_LOG_BASE) and its eventfd (SET_LOG_FD). */
+    /* Dirty log (SET_LOG_BASE) and its eventfd (SET_LOG_FD), both replaced
+     * only with every queue's access lock held: bursts use them. */
     void *log_map;                  /* mmap()ed region, or NULL. */
     size_t log_map_len;
     uint8_t *log_base;              /* Start of the bitmap in 'log_map'. */
@@ -107,10 +108,11 @@ void vhost_dev_set_features(struct vhost_dev *, uint64_t features);
 void vhost_dev_set_mem(struct vhost_dev *, struct guest_mem *);
 void vhost_dev_lock_queues(struct vhost_dev *);
 void vhost_dev_unlock_queues(struct vhost_dev *);
-void vhost_dev_remap_queue(struct vhost_dev *, struct virtq *);
+bool vhost_dev_any_started(const struct vhost_dev *);
 void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);
+void vhost_dev_set_log_call_fd(struct vhost_dev *, int fd);
 
 void vhost_dev_get_info(const struct vhost_dev *, struct vhost_port_info *);
 

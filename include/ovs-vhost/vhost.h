@@ -208,6 +208,11 @@ struct vhost_port_counters {
     uint64_t mem_table_updates; /* Memory tables installed. */
     uint64_t msg_timeouts;      /* Disconnects: a message left half-written
                                  * or a reply unread (msg_timeout_ms). */
+    uint64_t msgs_ring_started; /* Rejected: SET_VRING_NUM or _BASE for a
+                                 * started vring, or a ring layout change
+                                 * while one is started. */
+    uint64_t fds_not_eventfd;   /* Rejected: a kick, call, err or log call
+                                 * fd that is not an eventfd. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
