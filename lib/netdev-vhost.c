@@ -1324,6 +1324,15 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
         return 0;
     }
 
+    /* Frontend messages refused, by reason (the port's lifetime). */
+    struct vhost_port_info info;
+    if (!vhost_port_get_info(dev->port, &info)) {
+        add_counter(cs, &allocated, info.counters.msgs_ring_started,
+                    "vhost_msgs_ring_started");
+        add_counter(cs, &allocated, info.counters.fds_not_eventfd,
+                    "vhost_fds_not_eventfd");
+    }
+
     /* The queues OVS has, rx then tx as OVS-DPDK lists them. */
     for (int pass = 0; pass < 2; pass++) {
         bool rx = pass == 0;
@@ -1447,6 +1456,9 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   ", messages %"PRIu64", rejected %"PRIu64"\n",
                   info.counters.connects, info.counters.disconnects,
                   info.counters.msgs, info.counters.msgs_rejected);
+    ds_put_format(ds, "  refused: %"PRIu64" for a started vring, %"PRIu64
+                  " fds not eventfds\n", info.counters.msgs_ring_started,
+                  info.counters.fds_not_eventfd);
     if (!info.connected) {
         return;
     }
