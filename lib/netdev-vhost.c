@@ -1447,6 +1447,11 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   ", messages %"PRIu64", rejected %"PRIu64"\n",
                   info.counters.connects, info.counters.disconnects,
                   info.counters.msgs, info.counters.msgs_rejected);
+    ds_put_format(ds, "  frontends: refused %"PRIu64", displaced %"
+                  PRIu64" (no SET_OWNER or stalled), timed out %"PRIu64"\n",
+                  info.counters.extra_conns_refused,
+                  info.counters.frontends_displaced,
+                  info.counters.msg_timeouts);
     if (!info.connected) {
         return;
     }

@@ -43,6 +43,7 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
 	tests/test-adversarial.c \
+	tests/test-adv-stall.c \
 	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \
