@@ -1451,6 +1451,11 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
     ds_put_format(ds, "  refused: %"PRIu64" for a started vring, %"PRIu64
                   " fds not eventfds\n", info.counters.msgs_ring_started,
                   info.counters.fds_not_eventfd);
+    ds_put_format(ds, "  frontends: refused %"PRIu64", displaced %"
+                  PRIu64" (no SET_OWNER or stalled), timed out %"PRIu64"\n",
+                  info.counters.extra_conns_refused,
+                  info.counters.frontends_displaced,
+                  info.counters.msg_timeouts);
     if (!info.connected) {
         return;
     }

@@ -44,6 +44,7 @@ check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
 	tests/test-adversarial.c \
 	tests/test-adv-ctrl.c \
+	tests/test-adv-stall.c \
 	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \

@@ -167,7 +167,9 @@ struct vhost_port_options {
     /* A frontend that starts a message and does not finish it, or does
      * not read a reply, within this many milliseconds is disconnected
      * (0: VHOST_PORT_MSG_TIMEOUT_MS).  Its connection alone waits
-     * meanwhile; nothing else does. */
+     * meanwhile; nothing else does.  On a server port, a frontend that
+     * connects meanwhile takes its place after 250 ms unless its device
+     * is ready (lib/vhost-port.c, "Takeover"). */
     unsigned int msg_timeout_ms;
 
     const struct vhost_port_callbacks *cb;
@@ -216,6 +218,9 @@ struct vhost_port_counters {
                                  * while one is started. */
     uint64_t fds_not_eventfd;   /* Rejected: a kick, call, err or log call
                                  * fd that is not an eventfd. */
+    uint64_t frontends_displaced; /* Server mode: a connection with no
+                                 * SET_OWNER, or stalled mid-message, for
+                                 * 250 ms, dropped for a newcomer. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
