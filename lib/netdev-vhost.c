@@ -1447,6 +1447,9 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   ", messages %"PRIu64", rejected %"PRIu64"\n",
                   info.counters.connects, info.counters.disconnects,
                   info.counters.msgs, info.counters.msgs_rejected);
+    ds_put_format(ds, "  guarded fds (no F_SEAL_SHRINK): %"PRIu64", guarded "
+                  "SIGBUS faults: %"PRIu64"\n", info.counters.guarded_fds,
+                  info.counters.guarded_faults);
     if (!info.connected) {
         return;
     }

@@ -208,6 +208,12 @@ struct vhost_port_counters {
     uint64_t mem_table_updates; /* Memory tables installed. */
     uint64_t msg_timeouts;      /* Disconnects: a message left half-written
                                  * or a reply unread (msg_timeout_ms). */
+    uint64_t guarded_fds;       /* Memory and log fds that can shrink (no
+                                 * F_SEAL_SHRINK), mapped with a SIGBUS
+                                 * guard. */
+    uint64_t guarded_faults;    /* Accesses to those that faulted: the
+                                 * frontend shrank the fd.  Each got a zero
+                                 * page; the frontend is disconnected. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
