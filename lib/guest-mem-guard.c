@@ -246,8 +246,10 @@ guest_mem_guard_ready__(void)
         return true;
     }
     if (installed && !atomic_exchange(&warned, true)) {
-        VLOG_ERR("guest memory guard: another SIGBUS handler replaced ours; "
-                 "memory and log fds that can shrink will be refused");
+        VLOG_ERR("guest memory guard: the SIGBUS handler is not ours "
+                 "(replaced since, or refused as ASan's handle_sigbus=2 "
+                 "does); memory and log fds that can shrink will be "
+                 "refused");
     }
     return false;
 }

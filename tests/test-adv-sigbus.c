@@ -287,19 +287,33 @@ sb_engine_map(int fd, const void *fe_map, uintptr_t *startp, uintptr_t *endp)
 static void
 sb_check_unmapped(uintptr_t start, uintptr_t end, const char *other)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[1024];
+    /* Read without stdio: a malloc() here could itself map memory into
+     * the range just freed (ASan's allocator does). */
+    static char buf[1 << 20];
+    size_t n = 0;
+    ssize_t r;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
-    TU_CHECK_NONNULL(f);
-    while (fgets(line, sizeof line, f)) {
+    TU_SYS(fd);
+    while (n < sizeof buf - 1
+           && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
+        n += r;
+    }
+    close(fd);
+    buf[n] = '\0';
+
+    for (char *line = buf, *next; line && *line; line = next) {
         uintptr_t s, e;
 
+        next = strchr(line, '\n');
+        if (next) {
+            *next++ = '\0';
+        }
         if (sscanf(line, "%"SCNxPTR"-%"SCNxPTR, &s, &e) == 2
             && s < end && start < e && !(other && strstr(line, other))) {
             TU_FAIL("still mapped where the guarded mapping was: %s", line);
         }
     }
-    fclose(f);
 }
 
 /* Port A's device broke after a guarded fault in what the log line names
