@@ -1456,6 +1456,9 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   info.counters.extra_conns_refused,
                   info.counters.frontends_displaced,
                   info.counters.msg_timeouts);
+    ds_put_format(ds, "  guarded fds (no F_SEAL_SHRINK): %"PRIu64", guarded "
+                  "SIGBUS faults: %"PRIu64"\n", info.counters.guarded_fds,
+                  info.counters.guarded_faults);
     if (!info.connected) {
         return;
     }

@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "guest-mem.h"
@@ -32,6 +31,7 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->max_queue_pairs = opts->max_queue_pairs;
     dev->log_call_fd = -1;
     dev->backend_req_fd = -1;
+    guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
 }
 
@@ -133,12 +133,18 @@ vhost_dev_unlock_queues(struct vhost_dev *dev)
  * all access locks are held, so no burst can run on old ring addresses or
  * old mappings; a queue whose ring no longer translates stops.  The old
  * table is unmapped only after the locks are released, when no data path
- * can hold a pointer into it. */
+ * can hold a pointer into it.  Guarded regions (fds that can shrink)
+ * become 'dev''s before any burst can touch them. */
 void
 vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
 {
     struct guest_mem *old = dev->mem;
 
+    for (unsigned int i = 0; mem && i < mem->n_regions; i++) {
+        if (guest_mem_guard_set_owner(mem->regions[i].hva, &dev->guard)) {
+            dev->counters.guarded_fds++;
+        }
+    }
     vhost_dev_lock_queues(dev);
     dev->mem = mem;
     for (unsigned int i = 0; i < dev->n_vqs; i++) {
@@ -278,10 +284,11 @@ vhost_dev_update_ready(struct vhost_dev *dev)
     }
 }
 
-/* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from mmap(),
- * or NULL), whose bitmap of 'size' bytes starts at 'base'.  The old log is
- * unmapped after the swap, under the queues' access locks: the data path
- * writes the log during a burst. */
+/* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from
+ * guest_mem_map_fd(), or NULL), whose bitmap of 'size' bytes starts at
+ * 'base'.  The old log is unmapped after the swap, under the queues' access
+ * locks: the data path writes the log during a burst.  A guarded log
+ * becomes 'dev''s before any burst can write it. */
 void
 vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
                   uint8_t *base, uint64_t size)
@@ -289,6 +296,9 @@ vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
     void *old_map = dev->log_map;
     size_t old_len = dev->log_map_len;
 
+    if (map && guest_mem_guard_set_owner(map, &dev->guard)) {
+        dev->counters.guarded_fds++;
+    }
     vhost_dev_lock_queues(dev);
     dev->log_map = map;
     dev->log_map_len = map_len;
@@ -297,7 +307,7 @@ vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
     vhost_dev_unlock_queues(dev);
 
     if (old_map) {
-        munmap(old_map, old_len);
+        guest_mem_unmap(old_map, old_len);
     }
 }
 
@@ -316,6 +326,53 @@ vhost_dev_set_log_call_fd(struct vhost_dev *dev, int fd)
     dev->log_call_fd = fd;
     vhost_dev_unlock_queues(dev);
     close_fd_quietly(old);
+}
+
+/* Called from the engine loop when a guarded fault may have happened.  If
+ * one hit 'dev''s guest memory or dirty log (the frontend shrank an fd it
+ * shared after we mapped it, and the SIGBUS handler put a zero page over
+ * the page it lost), counts the faults, logs which region, and returns
+ * true: the device is broken, its queues already stopped (the data path
+ * tests the flag), and the caller must end the connection as after any
+ * fatal frontend error.  Returns false otherwise. */
+bool
+vhost_dev_check_guard(struct vhost_dev *dev)
+{
+    if (!guest_mem_guard_faulted(&dev->guard)) {
+        return false;
+    }
+    dev->counters.guarded_faults
+        += guest_mem_guard_owner_collect(&dev->guard);
+
+    for (unsigned int i = 0; dev->mem && i < dev->mem->n_regions; i++) {
+        const struct guest_mem_region *r = &dev->mem->regions[i];
+        uintptr_t first;
+        unsigned int n = guest_mem_guard_query(r->hva, &first);
+
+        if (n) {
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: memory region %u "
+                             "(guest %#"PRIx64", size %#"PRIx64"): the "
+                             "frontend shrank its fd; %u access(es) from "
+                             "guest %#"PRIx64" on hit a zero page instead of "
+                             "SIGBUS; device broken, disconnecting",
+                             dev->name, i, r->gpa, r->size, n,
+                             r->gpa + (first - (uintptr_t) r->hva));
+        }
+    }
+    if (dev->log_map) {
+        uintptr_t first;
+        unsigned int n = guest_mem_guard_query(dev->log_map, &first);
+
+        if (n) {
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: dirty log (%#"PRIx64
+                             " bytes): the frontend shrank its fd; %u "
+                             "access(es) from log byte %#"PRIx64" on hit a "
+                             "zero page instead of SIGBUS; device broken, "
+                             "disconnecting", dev->name, dev->log_size, n,
+                             (uint64_t) (first - (uintptr_t) dev->log_base));
+        }
+    }
+    return true;
 }
 
 /* Returns 'dev' to the state of a device no frontend has talked to: the
@@ -340,6 +397,11 @@ vhost_dev_reset(struct vhost_dev *dev)
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
     vhost_dev_set_log_call_fd(dev, -1);
+    /* Nothing is guarded for 'dev' any more: a fault can no longer flag
+     * it, and the next frontend starts with a working device. */
+    dev->counters.guarded_faults
+        += guest_mem_guard_owner_collect(&dev->guard);
+    guest_mem_guard_owner_clear(&dev->guard);
     close_fd_quietly(dev->backend_req_fd);
     dev->backend_req_fd = -1;
 

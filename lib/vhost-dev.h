@@ -25,7 +25,8 @@
  * ===========
  *
  * The frontend controls every value stored here; the handlers check them
- * first.  A queue index is used to index 'vqs' only after
+ * first.  It also controls the size of the fds behind guest memory and the
+ * dirty log: a shrunk one breaks the device (vhost_dev_check_guard()).  A queue index is used to index 'vqs' only after
  * vhost_dev_get_vq() has bounded it by the queues offered.
  */
 
@@ -35,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
+#include "guest-mem-guard.h"
 #include "vhost-log.h"
 
 struct guest_mem;
@@ -57,6 +59,12 @@ struct vhost_dev {
 
     /* Guest memory: replaced only through vhost_dev_set_mem(). */
     struct guest_mem *mem;
+
+    /* Owner of the guarded mappings of 'mem' and the dirty log: the SIGBUS
+     * handler flags it, the data path stops on the flag, and the engine
+     * loop disconnects the frontend (vhost_dev_check_guard()).  Next to
+     * 'mem', which the data path reads with it. */
+    struct guest_mem_guard_owner guard;
 
     /* Queues, allocated as the frontend first names them. */
     struct virtq *vqs[VHOST_MAX_QUEUES];
@@ -113,6 +121,8 @@ void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);
 void vhost_dev_set_log_call_fd(struct vhost_dev *, int fd);
+
+bool vhost_dev_check_guard(struct vhost_dev *);
 
 void vhost_dev_get_info(const struct vhost_dev *, struct vhost_port_info *);
 

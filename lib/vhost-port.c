@@ -375,6 +375,18 @@ vhost_port_pending_cb__(struct vhost_engine_timer *timer)
     vhost_port_judge__(port);
 }
 
+/* Called by the engine loop after a guarded SIGBUS anywhere: if it hit
+ * this port's guest memory or dirty log, the device is broken, and the
+ * frontend goes as after any fatal error (the embedder hears device_gone
+ * and disconnected; a client port reconnects). */
+void
+vhost_port_run_guard(struct vhost_port *port)
+{
+    if (port->conn_fd >= 0 && vhost_dev_check_guard(&port->dev)) {
+        vhost_port_disconnect__(port, false);
+    }
+}
+
 static void
 vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
 {
@@ -680,6 +692,8 @@ vhost_port_create(struct vhost_engine *engine,
     struct vhost_port_options dev_opts = *opts;
     dev_opts.name = port->name;
     vhost_dev_init(&port->dev, port, &dev_opts);
+    /* The SIGBUS handler wakes the loop through it. */
+    port->dev.guard.wake_fd = vhost_engine_wake_fd(engine);
 
     vhost_engine_lock(engine);
     if (port->mode == VHOST_PORT_SERVER) {

@@ -42,6 +42,7 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 # test modules (guest-mem, the message reader) below the public API.
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
+	tests/test-adv-sigbus.c \
 	tests/test-adversarial.c \
 	tests/test-adv-ctrl.c \
 	tests/test-adv-stall.c \

@@ -221,6 +221,12 @@ struct vhost_port_counters {
     uint64_t frontends_displaced; /* Server mode: a connection with no
                                  * SET_OWNER, or stalled mid-message, for
                                  * 250 ms, dropped for a newcomer. */
+    uint64_t guarded_fds;       /* Memory and log fds that can shrink (no
+                                 * F_SEAL_SHRINK), mapped with a SIGBUS
+                                 * guard. */
+    uint64_t guarded_faults;    /* Accesses to those that faulted: the
+                                 * frontend shrank the fd.  Each got a zero
+                                 * page; the frontend is disconnected. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
