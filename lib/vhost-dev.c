@@ -161,6 +161,19 @@ vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
     vhost_dev_update_ready(dev);
 }
 
+/* virtq_can_run() for the readiness checks below, which run outside the
+ * queue's access lock: a packed ring's positions, which it reads, are the
+ * data path's to write while the queue runs (ThreadSanitizer saw the
+ * race). */
+static bool
+vhost_dev_vq_can_run__(struct virtq *vq)
+{
+    virtq_lock(vq);
+    bool run = virtq_can_run(vq);
+    virtq_unlock(vq);
+    return run;
+}
+
 /* Pair 0 (the guest's first RX and TX rings) is what makes a device
  * usable at all. */
 static bool
@@ -168,16 +181,17 @@ vhost_dev_pair0_can_run__(const struct vhost_dev *dev)
 {
     /* Queues are allocated as the frontend names them, in any order. */
     return dev->vqs[0] && dev->vqs[1]
-           && virtq_can_run(dev->vqs[0]) && virtq_can_run(dev->vqs[1]);
+           && vhost_dev_vq_can_run__(dev->vqs[0])
+           && vhost_dev_vq_can_run__(dev->vqs[1]);
 }
 
 static bool
 vhost_dev_all_enabled_can_run__(const struct vhost_dev *dev)
 {
     for (unsigned int i = 0; i < dev->n_vqs; i++) {
-        const struct virtq *vq = dev->vqs[i];
+        struct virtq *vq = dev->vqs[i];
 
-        if (vq && vq->enabled && !virtq_can_run(vq)) {
+        if (vq && vq->enabled && !vhost_dev_vq_can_run__(vq)) {
             return false;
         }
     }
@@ -249,7 +263,7 @@ vhost_dev_update_ready(struct vhost_dev *dev)
         for (unsigned int i = 0; i < dev->n_vqs; i++) {
             if (dev->vqs[i]) {
                 vhost_dev_set_vq_ready__(dev->vqs[i],
-                                         virtq_can_run(dev->vqs[i]));
+                                         vhost_dev_vq_can_run__(dev->vqs[i]));
             }
         }
         VLOG_INFO("%s: device is ready with %u queues, features %#"PRIx64,
@@ -268,7 +282,7 @@ vhost_dev_update_ready(struct vhost_dev *dev)
 
     for (unsigned int i = 0; i < dev->n_vqs && dev->ready; i++) {
         struct virtq *vq = dev->vqs[i];
-        bool run = vq && virtq_can_run(vq);
+        bool run = vq && vhost_dev_vq_can_run__(vq);
 
         if (vq) {
             vhost_dev_set_vq_ready__(vq, run);

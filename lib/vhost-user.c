@@ -705,8 +705,12 @@ static int
 vhost_user_send_rarp(struct vhost_dev *dev, struct vhost_user_msg *msg,
                      struct vhost_user_reply *reply)
 {
-    /* The MAC is the first 6 bytes of the payload. */
+    /* The MAC is the first 6 bytes of the payload.  A dequeue burst may
+     * be copying the last one into its RARP: it reads 'rarp_mac' under
+     * its queue's access lock (ThreadSanitizer saw a torn MAC). */
+    vhost_dev_lock_queues(dev);
     memcpy(dev->rarp_mac, msg->payload.bytes, sizeof dev->rarp_mac);
+    vhost_dev_unlock_queues(dev);
     dev->has_rarp = true;
     /* The next dequeue on queue pair 0 injects one RARP for it, so that
      * switches learn where the guest went after migration. */
