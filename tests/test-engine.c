@@ -3090,8 +3090,10 @@ extern const struct tu_test tu_packed_tests[];
 extern const size_t tu_n_packed_tests;
 extern const struct tu_test tu_adversarial_tests[];
 extern const size_t tu_n_adversarial_tests;
+extern const struct tu_test tu_adv_budget_tests[];
+extern const size_t tu_n_adv_budget_tests;
 
-#define N_TEST_TABLES 6
+#define N_TEST_TABLES 7
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
@@ -3107,6 +3109,8 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
     tables[4] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
     tables[5] = (struct test_table) { tu_adversarial_tests,
                                       tu_n_adversarial_tests };
+    tables[6] = (struct test_table) { tu_adv_budget_tests,
+                                      tu_n_adv_budget_tests };
 }
 
 static const struct tu_test *
