@@ -1266,7 +1266,10 @@ netdev_vhost_get_stats(const struct netdev *netdev,
     VRING_STAT(size_1519_max, "size_1519_max_packets") \
     VRING_STAT(guest_notifications, "guest_notifications") \
     VRING_STAT(notifications_suppressed, "notifications_suppressed") \
-    VRING_STAT(rarps_injected, "rarps_injected")
+    VRING_STAT(rarps_injected, "rarps_injected") \
+    VRING_STAT(desc_visits, "desc_visits") \
+    VRING_STAT(budget_stops, "budget_stops") \
+    VRING_STAT(small_buf_stops, "small_buf_stops")
 
 static void
 add_counter(struct netdev_custom_stats *cs, size_t *allocated,
@@ -1493,6 +1496,14 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                 ds_put_format(ds, ", %s %"PRIu64,
                               vhost_drop_reason_to_string(r), st.drops[r]);
             }
+        }
+        if (st.budget_stops) {
+            ds_put_format(ds, ", bursts cut by the work budget %"PRIu64,
+                          st.budget_stops);
+        }
+        if (st.small_buf_stops) {
+            ds_put_format(ds, ", bursts stopped at buffers too small %"PRIu64,
+                          st.small_buf_stops);
         }
         ds_put_char(ds, '\n');
     }

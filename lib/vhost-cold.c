@@ -5,6 +5,7 @@
 #include <config.h>
 #include "vhost-cold.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "guest-mem.h"
@@ -135,4 +136,35 @@ vhost_cold_make_rarp(struct vhost_pkt *p, const uint8_t mac[6],
     p->len = RARP_LEN;
     memset(&p->ol, 0, sizeof p->ol);
     return true;
+}
+
+/* Counts and logs a burst of 'vq' that ended because it used up its
+ * 'budget' of descriptor visits (virtq-segs.h): what it did stays done,
+ * and the chain it was walking stays available for the next burst.  Only
+ * a guest whose chains share descriptors or indirect tables, or are
+ * unusually long, gets here. */
+void
+vhost_cold_budget_stop(struct virtq *vq, uint32_t budget)
+{
+    vq->stats.budget_stops++;
+    /* INFO, not WARN: a Linux guest's TSO chains (19 buffers behind an
+     * indirect descriptor) reach the budget too, and they are no fault. */
+    vhost_log_rl(&vq->rl, VHOST_LOG_INFO, "%s: vring %u: burst ended early: "
+                 "its work budget of %"PRIu32" descriptor visits is used up "
+                 "(chains sharing descriptors or indirect tables?)",
+                 vq->name, vq->index, budget);
+}
+
+/* Counts and logs an enqueue burst of 'vq' that stopped because the
+ * guest buffers at the head of its RX ring, 'have' bytes, cannot hold
+ * the next packet, 'need' bytes with its header.  The buffers stay
+ * available, and the packet goes back to the caller. */
+void
+vhost_cold_small_buf_stop(struct virtq *vq, uint32_t need, uint64_t have)
+{
+    vq->stats.small_buf_stops++;
+    vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: guest RX buffers of "
+                 "%"PRIu64" bytes cannot hold a packet of %"PRIu32" bytes "
+                 "with its header; burst stopped", vq->name, vq->index,
+                 have, need);
 }

@@ -10,7 +10,10 @@
  *   - a virtio-net header spread over several descriptors, gathered or
  *     scattered (vhost_cold_gather, vhost_cold_scatter);
  *   - the RARP announced once after a migration or a reconnect
- *     (vhost_cold_make_rarp).
+ *     (vhost_cold_make_rarp);
+ *   - a burst that ends early, its work budget used up or the guest's RX
+ *     buffers too small for the next packet (vhost_cold_budget_stop,
+ *     vhost_cold_small_buf_stop).
  *
  * Dirty-page logging is the fourth cold path; it has a file of its own
  * (vhost-dirty-log.c).
@@ -30,6 +33,7 @@
 struct guest_mem;
 struct vhost_pkt;
 struct vhost_pkt_alloc;
+struct virtq;
 struct virtq_segs;
 
 bool vhost_cold_add_segs(const struct guest_mem *, uint64_t gpa, uint32_t len,
@@ -42,6 +46,9 @@ bool vhost_cold_make_rarp(struct vhost_pkt *, const uint8_t mac[6],
                           const struct vhost_pkt_alloc *) OVS_COLD;
 size_t vhost_cold_scatter(const struct virtq_segs *, unsigned int *segp,
                           uint32_t *offp, const void *src, size_t len)
+    OVS_COLD;
+void vhost_cold_budget_stop(struct virtq *, uint32_t budget) OVS_COLD;
+void vhost_cold_small_buf_stop(struct virtq *, uint32_t need, uint64_t have)
     OVS_COLD;
 
 #endif /* vhost-cold.h */

@@ -219,6 +219,7 @@ vhost_drop_reason_name(enum vhost_drop_reason reason)
     case VHOST_DROP_TOO_BIG: return "too_big";
     case VHOST_DROP_NO_BUFS: return "no_bufs";
     case VHOST_DROP_ID_IN_FLIGHT: return "id_in_flight";
+    case VHOST_DROP_TOO_LONG: return "too_long";
     case VHOST_N_DROP_REASONS: break;
     }
     return "unknown";
@@ -239,6 +240,7 @@ vhost_drop_reason_to_string(enum vhost_drop_reason reason)
     case VHOST_DROP_TOO_BIG: return "packet too big";
     case VHOST_DROP_NO_BUFS: return "no guest buffers";
     case VHOST_DROP_ID_IN_FLIGHT: return "buffer id in flight";
+    case VHOST_DROP_TOO_LONG: return "chain of too many descriptors";
     case VHOST_N_DROP_REASONS: break;
     }
     return "unknown";

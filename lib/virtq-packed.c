@@ -114,13 +114,17 @@ virtq_packed_id_put__(struct virtq *vq, uint16_t id)
     vq->id_gen[id] = 0;
 }
 
-/* Walks the indirect table of 'd' into 'segs'.  §2.8.19: the table's
- * descriptors are used in order, and none may itself be indirect. */
+/* Walks the indirect table of 'd' into 'segs', if it has no more than
+ * 'room' entries; otherwise returns virtq_chain_cut('cap') having read
+ * none (its entry count is known before: §2.8.19, the table's
+ * descriptors are used in order, and none may itself be indirect).
+ * Adds the entries it reads to '*spentp'. */
 static int
 virtq_packed_walk_indirect__(const struct virtq *vq,
                              const struct guest_mem *mem,
                              const struct vring_packed_desc *d, bool write,
-                             struct virtq_segs *segs, uint64_t *totalp)
+                             struct virtq_segs *segs, uint64_t *totalp,
+                             uint32_t room, uint32_t cap, uint32_t *spentp)
 {
     void *copy = NULL;
     const struct vring_packed_desc *table
@@ -132,6 +136,11 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
 
     int reason = -1;
     uint32_t n = d->len / sizeof(struct vring_packed_desc);
+    if (OVS_UNLIKELY(n > room)) {
+        free(copy);
+        return virtq_chain_cut(cap);
+    }
+    *spentp += n;
     for (uint32_t i = 0; i < n && reason < 0; i++) {
         struct vring_packed_desc e;
 
@@ -155,9 +164,18 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
 /* Walks the chain that starts at ring position 'pos' (wrap 'wrap'),
  * appending its buffers to 'segs'.  Stores in 'c' its buffer id (from its
  * last descriptor, §2.8.6), the ring descriptors it takes and its length.
- * Returns -1 on success, -2 if the chain is not wholly available yet, or
- * the vhost_drop_reason (with 'c->count' and 'c->id' still set, so that it
- * can be returned as used).
+ * Takes the descriptors it reads from the burst's budget '*budgetp'
+ * (virtq-segs.h).
+ * Returns -1 on success, -2 if the chain is not wholly available yet,
+ * VIRTQ_WALK_BUDGET if the budget ran out (the chain then stays available,
+ * and has taken no id), or the vhost_drop_reason (with 'c->count' and
+ * 'c->id' still set, so that it can be returned as used).
+ *
+ * A chain longer than VIRTQ_CHAIN_VISITS_MAX is dropped
+ * (VHOST_DROP_TOO_LONG), which needs its end: the rest of its ring
+ * descriptors are read as for any dropped chain, without translating
+ * anything, and the burst's budget is then spent.  At most one ring of
+ * them per burst, as every such chain is consumed.
  *
  * A chain whose id is below the queue size takes that id (in flight until
  * the burst writes it back), whether or not it is dropped for another
@@ -167,9 +185,12 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
 static inline int
 virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
                     uint16_t pos, bool wrap, bool write,
-                    struct virtq_segs *segs, struct virtq_chain *c)
+                    struct virtq_segs *segs, struct virtq_chain *c,
+                    uint32_t *budgetp)
 {
     const struct vring_packed_desc *ring = vq->desc;
+    const uint32_t cap = virtq_chain_cap(*budgetp);
+    uint32_t spent = 0;
     uint64_t total = 0;
     int reason = -1;
 
@@ -187,13 +208,27 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
             }
             return -2;
         }
+        if (OVS_UNLIKELY(spent >= cap) && reason < 0) {
+            reason = virtq_chain_cut(cap);
+            if (reason == VIRTQ_WALK_BUDGET) {
+                *budgetp -= spent;
+                return reason;
+            }
+        }
         c->count++;
         c->id = d.id;
+        spent++;
 
         if (reason < 0) {
             if (d.flags & VRING_DESC_F_INDIRECT) {
                 reason = virtq_packed_walk_indirect__(vq, mem, &d, write,
-                                                      segs, &total);
+                                                      segs, &total,
+                                                      cap - spent, cap,
+                                                      &spent);
+                if (reason == VIRTQ_WALK_BUDGET) {
+                    *budgetp -= spent;
+                    return reason;
+                }
             } else if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
                 reason = VHOST_DROP_BAD_DIRECTION;
             } else {
@@ -211,6 +246,7 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
         }
         virtq_packed_advance__(&pos, &wrap, 1, vq->size);
     }
+    *budgetp = spent > *budgetp ? 0 : *budgetp - spent;
 
     if (c->id >= vq->size) {
         reason = reason < 0 ? VHOST_DROP_BAD_INDEX : reason;
@@ -652,6 +688,8 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         return 0;
     }
     n = MIN(n, VHOST_MAX_BURST);
+    const uint32_t budget = virtq_budget(n);
+    uint32_t left = budget;
     virtq_packed_shadow_init__(&sh);
     virtq_packed_ids_begin__(vq);
     while (out < n && chains < VHOST_MAX_BURST) {
@@ -661,11 +699,13 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         if (out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
+            && left >= VIRTQ_PACKED_BATCH
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
                                             hdr_len, max_len, in_order,
                                             host_ol)) {
             out += VIRTQ_PACKED_BATCH;
             chains += VIRTQ_PACKED_BATCH;
+            left -= VIRTQ_PACKED_BATCH;
             if (!in_order) {
                 virtq_packed_write_used__(vq, ctx, &sh);
             }
@@ -676,9 +716,14 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         segs.n = 0;
         int reason = virtq_packed_walk__(vq, ctx->mem, vq->last_avail_idx,
                                          vq->avail_wrap_counter, false,
-                                         &segs, &c);
+                                         &segs, &c, &left);
         if (reason == -2) {
             break;              /* Nothing more available. */
+        }
+        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+            /* The chain stays available for the next burst. */
+            vhost_cold_budget_stop(vq, budget);
+            break;
         }
         if (OVS_LIKELY(reason < 0)
             && OVS_UNLIKELY(c.len < hdr_len
@@ -703,6 +748,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                                c.count, vq->size);
         chains++;
     }
+    virtq_budget_end(&vq->stats, budget, left);
 
     if (in_order) {
         virtq_packed_flush_used_in_order__(vq, ctx, &sh);
@@ -725,14 +771,19 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
  * depends on 'in_order', as in virtq_split_reserve__(): ahead of the
  * packet's chains without it (§5.1.6.4), in ring order with it (§2.8.8),
  * a bad chain then ending the packet's use of the good ones before it.
- * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out, or
- * VHOST_DROP_TOO_BIG if the packet can never fit. */
+ * The walks take their descriptors from the burst's budget '*budgetp'.
+ * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out,
+ * VHOST_DROP_TOO_BIG if the chains from the head on cannot hold the
+ * packet (the bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET if the
+ * budget ran out: see virtq_split_enqueue_stop__() for why the burst then
+ * stops. */
 static OVS_ALWAYS_INLINE int
 virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct virtq_packed_shadow *sh, uint32_t need,
                        const bool mrg, const bool in_order,
                        struct virtq_segs *segs, struct virtq_chain *chains,
-                       unsigned int *n_chainsp, unsigned int *drop_budgetp)
+                       unsigned int *n_chainsp, unsigned int *drop_budgetp,
+                       uint32_t *budgetp, uint64_t *havep)
 {
     /* By shadow entry from 'sh_start': -1 for a good chain, else why it
      * was dropped. */
@@ -746,6 +797,7 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     bool wrap = vq->avail_wrap_counter;
     unsigned int n_chains = 0;
     uint64_t have = 0;
+    bool out_of_budget = false;
 
     segs->n = 0;
     while (have < need) {
@@ -758,8 +810,13 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
         struct virtq_chain *c = &chains[n_chains];
         unsigned int first = segs->n;
         int reason = virtq_packed_walk__(vq, ctx->mem, pos, wrap, true,
-                                         segs, c);
+                                         segs, c, budgetp);
         if (reason == -2) {
+            break;
+        }
+        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+            segs->n = first;
+            out_of_budget = true;
             break;
         }
         virtq_packed_advance__(&pos, &wrap, c->count, vq->size);
@@ -824,6 +881,10 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     sh->n = sh_start + keep;
     vq->last_avail_idx = keep_pos;
     vq->avail_wrap_counter = keep_wrap;
+    *havep = have;
+    if (out_of_budget) {
+        return VIRTQ_WALK_BUDGET;
+    }
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
     }
@@ -946,6 +1007,8 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_packed_shadow_init__(&sh);
     virtq_packed_ids_begin__(vq);
     n = MIN(n, VHOST_MAX_BURST);
+    const uint32_t budget = virtq_budget(n);
+    uint32_t left = budget;
     const bool hdr_cmp = virtq_hdr_mode_begin(vq);
     unsigned int hdr_stored = 0, hdr_put = 0;
 
@@ -958,22 +1021,28 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
         if (done + VIRTQ_PACKED_BATCH <= n
             && sh.n + VIRTQ_PACKED_BATCH <= VIRTQ_PACKED_SHADOW_SIZE
+            && left >= VIRTQ_PACKED_BATCH
             && virtq_packed_enqueue_batch__(vq, ctx, p, &sh, hdr_len,
                                             hdr_cmp, &hdr_stored)) {
             done += VIRTQ_PACKED_BATCH;
+            left -= VIRTQ_PACKED_BATCH;
             hdr_put += VIRTQ_PACKED_BATCH;
             virtq_packed_write_used__(vq, ctx, &sh);
             continue;
         }
 
+        uint64_t have;
         int reason = virtq_packed_reserve__(vq, ctx, &sh, hdr_len + p->len,
                                             mrg, in_order, &segs, chains,
-                                            &n_chains, &drop_budget);
-        if (OVS_UNLIKELY(reason >= 0)) {
+                                            &n_chains, &drop_budget, &left,
+                                            &have);
+        if (OVS_UNLIKELY(reason != -1)) {
+            /* Buffers too small stop the burst: see
+             * virtq_split_enqueue_stop__(). */
             if (reason == VHOST_DROP_TOO_BIG) {
-                vq->stats.drops[VHOST_DROP_TOO_BIG]++;
-                done++;
-                continue;
+                vhost_cold_small_buf_stop(vq, hdr_len + p->len, have);
+            } else if (reason == VIRTQ_WALK_BUDGET) {
+                vhost_cold_budget_stop(vq, budget);
             }
             break;
         }
@@ -998,6 +1067,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         }
     }
 
+    virtq_budget_end(&vq->stats, budget, left);
     virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_packed_flush_used__(vq, ctx, &sh);
     virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);

@@ -115,18 +115,24 @@ virtq_split_read_desc__(const struct vring_desc *table, uint32_t i)
 /* Walks the chain that starts at 'head', appending its buffers to 'segs'
  * (translated, in order) and returning its length in '*lenp'.  'write' is
  * true for RX chains, whose buffers must all be device-writable, false for
- * TX chains, whose buffers must all be device-readable.
+ * TX chains, whose buffers must all be device-readable.  Takes the
+ * descriptors it reads from the burst's budget '*budgetp' (virtq-segs.h).
  *
- * Returns -1 on success, otherwise the vhost_drop_reason. */
+ * Returns -1 on success, VIRTQ_WALK_BUDGET if the budget ran out (the
+ * chain is then left for the next burst), otherwise the
+ * vhost_drop_reason. */
 static inline int
 virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
                    uint16_t head, bool write, struct virtq_segs *segs,
-                   uint32_t *lenp)
+                   uint32_t *lenp, uint32_t *budgetp)
 {
     const struct vring_desc *table = vq->desc;
     uint32_t table_n = vq->size;
+    uint32_t cap = virtq_chain_cap(*budgetp);
+    uint32_t limit = MIN(table_n, cap);
     uint32_t i = head;
-    uint32_t visited = 0;
+    uint32_t visited = 0;       /* In this table. */
+    uint32_t spent = 0;         /* In the tables before it. */
     uint64_t total = 0;
     void *copy = NULL;
     bool in_table = false;      /* Walking an indirect table. */
@@ -134,13 +140,16 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
 
     for (;;) {
         /* §2.7.5.2 (chains) and §2.7.5.3.1 (indirect): a chain visits each
-         * descriptor at most once, so one longer than its table loops. */
+         * descriptor at most once, so one longer than its table loops.
+         * The same test keeps the walk within the budget. */
         if (OVS_UNLIKELY(i >= table_n)) {
             reason = VHOST_DROP_BAD_INDEX;
             break;
         }
-        if (OVS_UNLIKELY(++visited > table_n)) {
-            reason = VHOST_DROP_LOOP;
+        if (OVS_UNLIKELY(++visited > limit)) {
+            reason = visited > table_n ? VHOST_DROP_LOOP
+                                       : virtq_chain_cut(cap);
+            visited--;          /* Not read. */
             break;
         }
 
@@ -161,6 +170,8 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
                 reason = VHOST_DROP_BAD_INDIRECT;
                 break;
             }
+            spent = visited;
+            limit = MIN(table_n, cap - spent);
             i = 0;
             visited = 0;
             continue;
@@ -188,6 +199,7 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
     if (reason < 0 && total > UINT32_MAX) {
         reason = VHOST_DROP_TOO_BIG;
     }
+    *budgetp -= spent + visited;
     *lenp = total;
     return reason;
 }
@@ -431,9 +443,12 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     if (OVS_UNLIKELY(vq->broken)) {
         return 0;
     }
+    n = MIN(n, VHOST_MAX_BURST);
+    const uint32_t budget = virtq_budget(n);
+    uint32_t left = budget;
     /* Read once: MIN() would evaluate it twice. */
     uint16_t count = virtq_split_avail_count__(vq);
-    count = MIN(count, MIN(n, VHOST_MAX_BURST));
+    count = MIN(count, n);
     sh.n = 0;
     sh.last_id = 0;
     /* The first chain's buffer is read at once: no use prefetching it. */
@@ -447,7 +462,12 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         segs.n = 0;
         int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
-                                        &len);
+                                        &len, &left);
+        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+            /* The chain stays available for the next burst. */
+            vhost_cold_budget_stop(vq, budget);
+            break;
+        }
         if (OVS_LIKELY(reason < 0)
             && OVS_UNLIKELY(len < hdr_len
                             || len - hdr_len > max_len)) {
@@ -508,6 +528,7 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         out++;
     }
     vq->last_avail_idx += i;
+    virtq_budget_end(&vq->stats, budget, left);
 
     if (in_order) {
         virtq_split_flush_in_order__(vq, ctx, &sh);
@@ -539,16 +560,22 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
  *     they are returned empty, in place, and the packet starts again
  *     after the bad chain.  Only a driver that breaks a rule pays.
  *
+ * The walks take their descriptors from the burst's budget '*budgetp'.
+ *
  * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out (nothing
  * reserved is consumed, except bad chains and, in order, what came before
- * them), or VHOST_DROP_TOO_BIG if the packet can never fit. */
+ * them), VHOST_DROP_TOO_BIG if the chains from the head on cannot hold the
+ * packet (one chain without 'mrg', VIRTQ_MAX_CHAINS_PER_PKT with it; the
+ * bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET if the budget ran
+ * out; the last three consume what VHOST_DROP_NO_BUFS does. */
 static OVS_ALWAYS_INLINE int
 virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_shadow *sh, uint16_t avail_left,
                       uint32_t need, const bool mrg, const bool in_order,
                       struct virtq_segs *segs, struct virtq_chain *chains,
                       unsigned int *n_chainsp, uint16_t *consumedp,
-                      unsigned int *drop_budgetp)
+                      unsigned int *drop_budgetp, uint32_t *budgetp,
+                      uint64_t *havep)
 {
     /* By shadow entry from 'sh_start': -1 for a good chain, else why it
      * was dropped. */
@@ -559,6 +586,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     unsigned int n_chains = 0;
     uint16_t used = 0;
     uint64_t have = 0;
+    bool out_of_budget = false;
 
     segs->n = 0;
     while (have < need) {
@@ -580,7 +608,12 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
         unsigned int first = segs->n;
         uint32_t len;
         int reason = virtq_split_walk__(vq, ctx->mem, head, true, segs,
-                                        &len);
+                                        &len, budgetp);
+        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+            segs->n = first;
+            out_of_budget = true;
+            break;
+        }
         used++;
         if (OVS_UNLIKELY(reason >= 0)) {
             /* Counted below, once we know it is consumed. */
@@ -633,11 +666,42 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     }
     sh->n = sh_start + keep;
     *consumedp = keep;
+    *havep = have;
+    if (out_of_budget) {
+        return VIRTQ_WALK_BUDGET;
+    }
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
     }
     return mrg && n_chains >= VIRTQ_MAX_CHAINS_PER_PKT
            ? VHOST_DROP_TOO_BIG : VHOST_DROP_NO_BUFS;
+}
+
+/* Counts why an enqueue burst stops at a packet for which
+ * virtq_split_reserve__() returned 'reason' (not -1), with 'need' and
+ * 'have' as it had them and the burst's 'budget'.
+ *
+ * Buffers too small for the packet (VHOST_DROP_TOO_BIG) stop the burst,
+ * and stay available, with the packet left to the caller.  That is what
+ * DPDK's vhost library does (virtio_dev_rx_split() and _packed() break
+ * out of the burst when reserve_avail_buf_split() or
+ * vhost_enqueue_single_packed() finds too little room), and the virtio
+ * semantics leave no better choice: the driver only SHOULD post buffers
+ * of 1526 or 65562 bytes (VIRTIO 1.2 §5.1.6.3.1), a used buffer tells it
+ * of a packet, and the ring is consumed in order, so a buffer too small
+ * cannot be skipped, and returning it empty would hand the driver an
+ * empty packet.  Going on with the next packet, as QEMU and vhost-net do,
+ * walks the same chains again for each packet of the burst: a guest whose
+ * chains share descriptors then makes one burst cost milliseconds. */
+static void
+virtq_split_enqueue_stop__(struct virtq *vq, int reason, uint32_t need,
+                           uint64_t have, uint32_t budget)
+{
+    if (reason == VHOST_DROP_TOO_BIG) {
+        vhost_cold_small_buf_stop(vq, need, have);
+    } else if (reason == VIRTQ_WALK_BUDGET) {
+        vhost_cold_budget_stop(vq, budget);
+    }
 }
 
 static OVS_ALWAYS_INLINE unsigned int
@@ -656,6 +720,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     if (OVS_UNLIKELY(vq->broken)) {
         return 0;
     }
+    n = MIN(n, VHOST_MAX_BURST);
+    const uint32_t budget = virtq_budget(n);
+    uint32_t left = budget;
     uint16_t avail_left = virtq_split_avail_count__(vq);
     const bool hdr_cmp = virtq_hdr_mode_begin(vq);
     unsigned int hdr_stored = 0, hdr_put = 0;
@@ -664,7 +731,6 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     /* Only for gcc's -Wmaybe-uninitialized, once the specialised copies
      * are inlined: the reserve step sets every chain it counts. */
     chains[0].id = 0;
-    n = MIN(n, VHOST_MAX_BURST);
     virtq_split_prefetch_start__(vq, ctx->mem, avail_left, 0, true);
 
     while (done < n && avail_left) {
@@ -672,20 +738,16 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         uint32_t need = hdr_len + p->len;
         unsigned int n_chains;
         uint16_t consumed;
+        uint64_t have;
 
         int reason = virtq_split_reserve__(vq, ctx, &sh, avail_left, need,
                                            mrg, in_order, &segs, chains,
                                            &n_chains, &consumed,
-                                           &drop_budget);
+                                           &drop_budget, &left, &have);
         vq->last_avail_idx += consumed;
         avail_left -= consumed;
-        if (OVS_UNLIKELY(reason >= 0)) {
-            if (reason == VHOST_DROP_TOO_BIG) {
-                /* This packet can never fit: count it and go on. */
-                vq->stats.drops[VHOST_DROP_TOO_BIG]++;
-                done++;
-                continue;
-            }
+        if (OVS_UNLIKELY(reason != -1)) {
+            virtq_split_enqueue_stop__(vq, reason, need, have, budget);
             break;
         }
 
@@ -711,6 +773,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         done++;
     }
 
+    virtq_budget_end(&vq->stats, budget, left);
     virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_split_flush_used__(vq, ctx, &sh);
     virtq_split_notify__(vq, ctx, old_used, event_idx);

@@ -3130,6 +3130,8 @@ extern const struct tu_test tu_sigbus_tests[];
 extern const size_t tu_n_sigbus_tests;
 extern const struct tu_test tu_concurrency_tests[];
 extern const size_t tu_n_concurrency_tests;
+extern const struct tu_test tu_adv_budget_tests[];
+extern const size_t tu_n_adv_budget_tests;
 
 /* Room for every table below; unused entries stay empty. */
 #define N_TEST_TABLES 16
@@ -3157,6 +3159,7 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                         tu_n_adv_stall_tests };
     tables[n++] = (struct test_table) { tu_sigbus_tests, tu_n_sigbus_tests };
     tables[n++] = (struct test_table) { tu_concurrency_tests, tu_n_concurrency_tests };
+    tables[n++] = (struct test_table) { tu_adv_budget_tests, tu_n_adv_budget_tests };
 }
 
 static const struct tu_test *

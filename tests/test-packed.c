@@ -2664,8 +2664,8 @@ test_id_reuse_bursts(void)
     check_id_drops(&pk, TX(0), 5, 0);
 
     tu_log("receive: a 3000-byte packet without MRG_RXBUF does not fit "
-           "the 2048-byte chain with id 7, which stays available; the "
-           "next packet of the same burst takes it");
+           "the 2048-byte chain with id 7, which stays available, and "
+           "ends the burst; the next burst takes it");
     {
         struct tfe_vq *vq = &pk.vq[RX(0)];
         struct vhost_pkt in[2] = {
@@ -2673,7 +2673,9 @@ test_id_reuse_bursts(void)
         };
 
         post_one(vq, arena_buf(vq, 2048), 2048, TFE_DESC_F_WRITE, 7);
-        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 0);
+        expect_no_used(vq);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in + 1, 1), 1);
         expect_used(vq, 7, 112);
         expect_no_used(vq);
     }
@@ -2681,7 +2683,8 @@ test_id_reuse_bursts(void)
         struct vhost_queue_stats st = get_stats(&pk, RX(0));
         TU_CHECK_EQ(st.packets, 1);
         TU_CHECK_EQ(st.drops[VHOST_DROP_ID_IN_FLIGHT], 0);
-        TU_CHECK_EQ(st.drops[VHOST_DROP_TOO_BIG], 1);
+        TU_CHECK_EQ(st.drops[VHOST_DROP_TOO_BIG], 0);
+        TU_CHECK_EQ(st.small_buf_stops, 1);
     }
 
     free(a);
@@ -4207,8 +4210,8 @@ test_rx_no_room(void)
     pk_start(&pk, "rx-no-room", &cfg);
     memset(&e, 0, sizeof e);
     tu_log("without MRG_RXBUF: a 500-byte packet and a 100-byte chain: the "
-           "packet is counted too big and skipped, the chain stays for the "
-           "next packet");
+           "burst stops at the packet, the chain stays for the next "
+           "packet");
     {
         uint8_t *big = new_pkt(&pk, 500, MAC_UNICAST);
         uint8_t *small = new_pkt(&pk, 50, MAC_UNICAST);
@@ -4217,12 +4220,14 @@ test_rx_no_room(void)
         };
 
         rx_post(&pk, 0, 100, NULL);
-        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 0);
+        expect_no_used(&pk.vq[RX(0)]);
+        TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in + 1, 1), 1);
         rx_expect(&pk, 0, small, 50, NULL, 1, "the small packet");
         expect_no_used(&pk.vq[RX(0)]);
         stats_add(&e, small, 50);
-        e.drops[VHOST_DROP_TOO_BIG] = 1;
         check_stats(&pk, RX(0), &e);
+        TU_CHECK_EQ(get_stats(&pk, RX(0)).small_buf_stops, 1);
 
         tu_log("  and an empty ring takes nothing and counts nothing");
         TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 0);
@@ -4256,7 +4261,7 @@ test_rx_no_room(void)
         stats_add(&e, a, 5000);
 
         tu_log("  a 9000-byte packet over 100-byte buffers needs more than "
-               "%d: too big, skipped; the buffers stay", 64);
+               "%d: the burst stops there; the buffers stay", 64);
         for (int i = 0; i < 100; i++) {
             rx_post(&pk, 0, 100, NULL);
         }
@@ -4264,12 +4269,14 @@ test_rx_no_room(void)
             struct vhost_pkt in[2] = {
                 { .data = b, .len = 9000 }, { .data = c, .len = 1000 },
             };
-            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 2);
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in, 2), 0);
+            expect_no_used(&pk.vq[RX(0)]);
+            TU_CHECK_EQ(vhost_enqueue_burst(pk.port, 0, in + 1, 1), 1);
         }
         rx_expect(&pk, 0, c, 1000, NULL, 11, "after the too-big one");
         stats_add(&e, c, 1000);
-        e.drops[VHOST_DROP_TOO_BIG] = 1;
         check_stats(&pk, RX(0), &e);
+        TU_CHECK_EQ(get_stats(&pk, RX(0)).small_buf_stops, 1);
         free(a);
         free(b);
         free(c);

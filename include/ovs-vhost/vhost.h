@@ -351,10 +351,13 @@ unsigned int vhost_enqueue_burst(struct vhost_port *, unsigned int qp,
  * packed ring it looks at no more than 128 descriptors. */
 unsigned int vhost_dequeue_pending(struct vhost_port *, unsigned int qp);
 
-/* vhost_enqueue_burst() returns how many of 'pkts', in order, it is done
- * with: copied into the guest, or counted as VHOST_DROP_TOO_BIG because no
- * guest buffer can ever hold them.  The rest did not fit for now (the
- * guest's RX ring is full): retry or drop them.  Dequeue drops packets
+/* vhost_enqueue_burst() returns how many of 'pkts', in order, it has
+ * copied into the guest.  The rest did not fit for now: retry or drop
+ * them.  The guest's RX ring is full, or the buffers at its head are too
+ * small for the next packet (as DPDK's vhost library, the burst stops
+ * there: 'small_buf_stops'), or the burst used up its work budget
+ * ('budget_stops'; dequeue too).  A burst does a bounded amount of work,
+ * in descriptors read, whatever the guest's rings hold.  Dequeue drops packets
  * longer than 64 KiB plus Ethernet and VLAN headers, or than the
  * allocator's 'max_len' (VHOST_DROP_TOO_BIG), before asking the allocator
  * for a buffer. */
@@ -372,6 +375,7 @@ enum vhost_drop_reason {
     VHOST_DROP_TOO_BIG,         /* Larger than the embedder can take. */
     VHOST_DROP_NO_BUFS,         /* Guest RX ring full (enqueue). */
     VHOST_DROP_ID_IN_FLIGHT,    /* Packed: buffer id already in flight. */
+    VHOST_DROP_TOO_LONG,        /* Chain of more than 257 descriptors. */
     VHOST_N_DROP_REASONS
 };
 
@@ -398,6 +402,11 @@ struct vhost_queue_stats {
     uint64_t rarps_injected;    /* RARPs announced after migration. */
     uint64_t drops[VHOST_N_DROP_REASONS];
     bool broken;                /* Queue stopped after a guest error. */
+    uint64_t desc_visits;       /* Descriptors read by bursts, indirect
+                                 * entries included. */
+    uint64_t budget_stops;      /* Bursts ended by their work budget. */
+    uint64_t small_buf_stops;   /* Enqueue bursts stopped at guest buffers
+                                 * too small for the next packet. */
 };
 
 int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,
