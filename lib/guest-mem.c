@@ -20,6 +20,8 @@ struct guest_mem_map {
     void *addr;                 /* What mmap() returned. */
     size_t len;                 /* What was passed to mmap(). */
     unsigned int refcnt;
+    dev_t dev;                  /* The file mapped, to tell whether a */
+    ino_t ino;                  /* duplicate region names the same one. */
 };
 
 struct guest_mem *
@@ -72,6 +74,51 @@ ranges_overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len)
     return a < b + b_len && b < a + a_len;
 }
 
+/* Returns the region of 'mem' identical to the description 'gpa', 'size',
+ * 'uva' and 'mmap_offset', or NULL. */
+static struct guest_mem_region *
+guest_mem_find_identical__(struct guest_mem *mem, uint64_t gpa,
+                           uint64_t size, uint64_t uva, uint64_t mmap_offset)
+{
+    for (unsigned int i = 0; i < mem->n_regions; i++) {
+        struct guest_mem_region *r = &mem->regions[i];
+
+        if (r->gpa == gpa && r->size == size && r->uva == uva
+            && r->mmap_offset == mmap_offset) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Counts one more instance of region 'r', which a frontend added again
+ * with 'fd' (guest-mem.h, "Duplicates").  The mapping stays the one made
+ * first, so 'fd' must be for the same file: otherwise the frontend's idea
+ * of the region's contents and ours would differ.  Returns 0, or EINVAL
+ * with '*reason' set. */
+static int
+guest_mem_add_instance__(struct guest_mem_region *r, int fd,
+                         const char **reason)
+{
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st)) {
+        *reason = "bad fd";
+        return EBADF;
+    }
+    if (st.st_dev != r->map->dev || st.st_ino != r->map->ino) {
+        *reason = "region identical to one already mapped, but from "
+                  "another file";
+        return EINVAL;
+    }
+    if (r->n_instances >= GUEST_MEM_MAX_INSTANCES) {
+        *reason = "region added more times than there are queue pairs";
+        return EINVAL;
+    }
+    r->n_instances++;
+    return 0;
+}
+
 /* Checks a region description from the frontend.  Returns NULL if it may be
  * added to 'mem', otherwise a reason for the log. */
 static const char *
@@ -117,7 +164,14 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
     void *addr;
     size_t len;
     uint8_t *hva;
+    struct stat st;
 
+    struct guest_mem_region *same = guest_mem_find_identical__(mem, gpa, size,
+                                                               uva,
+                                                               mmap_offset);
+    if (same) {
+        return guest_mem_add_instance__(same, fd, reason);
+    }
     *reason = guest_mem_check__(mem, gpa, size, uva, mmap_offset);
     if (*reason) {
         return EINVAL;
@@ -126,6 +180,11 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
                                  reason);
     if (error) {
         return error;
+    }
+    if (fstat(fd, &st)) {
+        munmap(addr, len);
+        *reason = "bad fd";
+        return EBADF;
     }
 
     struct guest_mem_map *map = malloc(sizeof *map);
@@ -137,6 +196,8 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
     map->addr = addr;
     map->len = len;
     map->refcnt = 1;
+    map->dev = st.st_dev;
+    map->ino = st.st_ino;
 
     struct guest_mem_region *r = &mem->regions[mem->n_regions++];
     r->gpa = gpa;
@@ -145,6 +206,7 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
     r->mmap_offset = mmap_offset;
     r->hva = hva;
     r->map = map;
+    r->n_instances = 1;
     return 0;
 }
 
@@ -204,9 +266,11 @@ guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
     return 0;
 }
 
-/* Removes from 'mem' the region that starts at 'gpa' with 'size' bytes and
- * frontend address 'uva' (vhost-user REM_MEM_REG identifies regions so),
- * dropping this table's reference to its mapping.  Returns 0 or ENOENT. */
+/* Removes from 'mem' one instance of the region that starts at 'gpa' with
+ * 'size' bytes and frontend address 'uva' (vhost-user REM_MEM_REG
+ * identifies regions so).  The last instance takes the region out of the
+ * table and drops this table's reference to its mapping (guest-mem.h,
+ * "Duplicates").  Returns 0 or ENOENT. */
 int
 guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size,
                  uint64_t uva)
@@ -215,6 +279,9 @@ guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size,
         struct guest_mem_region *r = &mem->regions[i];
 
         if (r->gpa == gpa && r->size == size && r->uva == uva) {
+            if (--r->n_instances) {
+                return 0;
+            }
             guest_mem_map_unref__(r->map);
             memmove(r, r + 1, (mem->n_regions - i - 1) * sizeof *r);
             mem->n_regions--;

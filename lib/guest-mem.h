@@ -34,6 +34,18 @@
  * overlap another (in guest physical or frontend virtual space), more than
  * VHOST_MAX_MEM_REGIONS regions, non-regular files, and an mmap offset plus
  * size beyond the end of the fd (an access there would SIGBUS).
+ *
+ * Duplicates
+ * ==========
+ *
+ * QEMU 7.2 gives each queue pair of a multiqueue NIC a vhost device of its
+ * own, all on one connection, and each sends the whole memory table with
+ * ADD_MEM_REG: the backend sees every region once per queue pair, and on
+ * unplug sees it removed as often.  So a region identical to one already
+ * in the table (same guest address, size, frontend address and offset, and
+ * an fd for the same file) is not refused but counted, and
+ * guest_mem_remove() unmaps it only when the last instance goes.  Regions
+ * that overlap without being identical are still refused.
  */
 
 #ifndef OVS_VHOST_GUEST_MEM_H
@@ -53,7 +65,12 @@ struct guest_mem_region {
     uint64_t mmap_offset;       /* Offset of byte 0 in the frontend's fd. */
     uint8_t *hva;               /* Our address of byte 0. */
     struct guest_mem_map *map;  /* The mapping, shared between clones. */
+    unsigned int n_instances;   /* Times the frontend added it (see
+                                 * "Duplicates"), 1..GUEST_MEM_MAX_INSTANCES. */
 };
+
+/* A region may be added this many times: once per queue pair. */
+#define GUEST_MEM_MAX_INSTANCES VHOST_MAX_QUEUE_PAIRS
 
 struct guest_mem {
     unsigned int n_regions;

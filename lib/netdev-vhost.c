@@ -853,13 +853,11 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
         return error;
     }
     dev->port = port;
-    /* mtu_request, for a frontend that reads the config space
-     * (VIRTIO_NET_F_MTU with VHOST_USER_PROTOCOL_F_CONFIG).  Before the
-     * engine next runs, so before any frontend can ask. */
-    ovs_mutex_lock(&dev->mutex);
-    int mtu = dev->requested_mtu;
-    ovs_mutex_unlock(&dev->mutex);
-    vhost_port_set_mtu(port, mtu);
+    /* No config space (the engine's default protocol features leave out
+     * CONFIG), as OVS-DPDK's vhost ports have none: QEMU warns of a
+     * backend that offers one to virtio-net, and gives the guest its own
+     * host_mtu.  So mtu_request bounds what goes to the guest, and the
+     * guest learns no MTU from us. */
 
     if (!dev->client) {
         fatal_signal_add_file_to_unlink(path);
@@ -993,12 +991,6 @@ netdev_vhost_set_mtu(struct netdev *netdev, int mtu)
         VLOG_INFO("%s: MTU set to %d", netdev_get_name(netdev), mtu);
     }
     ovs_mutex_unlock(&dev->mutex);
-    /* The config space shows it from the next GET_CONFIG: a driver takes
-     * it when it next negotiates (the engine's lock is not taken under
-     * 'dev->mutex', which its callbacks take). */
-    if (changed && dev->port) {
-        vhost_port_set_mtu(dev->port, mtu);
-    }
     return 0;
 }
 

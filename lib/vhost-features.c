@@ -65,6 +65,20 @@ vhost_supported_protocol_features(void)
            | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG);
 }
 
+/* Returns the protocol features a port offers unless its embedder says
+ * otherwise: all of vhost_supported_protocol_features() but CONFIG.  A
+ * frontend that is offered CONFIG and has no use for it complains: QEMU's
+ * virtio-net reads no config space from its backend and warns on every
+ * start ("vhost-user backend supports VHOST_USER_PROTOCOL_F_CONFIG but
+ * QEMU does not").  An embedder that wants its MTU in the config space
+ * (vhost_port_set_mtu()) adds it. */
+uint64_t
+vhost_default_protocol_features(void)
+{
+    return vhost_supported_protocol_features()
+           & ~FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG);
+}
+
 char *
 vhost_features_to_string(uint64_t features, char *buf, size_t size)
 {

@@ -102,15 +102,15 @@ vhost_port_dev(struct vhost_port *port)
 }
 
 /* Initialises 'opts' with defaults: server mode, the default features and
- * every supported protocol feature, one queue pair, reconnect after 100 ms
- * backing off to 2 s. */
+ * protocol features, one queue pair, reconnect after 100 ms backing off to
+ * 2 s. */
 void
 vhost_port_options_init(struct vhost_port_options *opts)
 {
     memset(opts, 0, sizeof *opts);
     opts->mode = VHOST_PORT_SERVER;
     opts->features = vhost_default_features();
-    opts->protocol_features = vhost_supported_protocol_features();
+    opts->protocol_features = vhost_default_protocol_features();
     opts->max_queue_pairs = 1;
     opts->reconnect_min_ms = 100;
     opts->reconnect_max_ms = 2000;

@@ -150,8 +150,10 @@ struct vhost_port_options {
     uint64_t features;
 
     /* vhost-user protocol feature bits offered.  Initialised to
-     * vhost_supported_protocol_features(); bits outside that set are
-     * ignored. */
+     * vhost_default_protocol_features(), which leaves out CONFIG: add
+     * VHOST_USER_PROTOCOL_F_CONFIG (bit 9) to serve GET_CONFIG to a
+     * frontend that reads the config space.  Bits outside
+     * vhost_supported_protocol_features() are ignored. */
     uint64_t protocol_features;
 
     /* Queue pairs offered (GET_QUEUE_NUM), 1..VHOST_MAX_QUEUE_PAIRS. */
@@ -175,6 +177,7 @@ struct vhost_port_options {
 uint64_t vhost_default_features(void);
 uint64_t vhost_offload_features(void);
 uint64_t vhost_supported_protocol_features(void);
+uint64_t vhost_default_protocol_features(void);
 void vhost_port_options_init(struct vhost_port_options *);
 
 #define VHOST_PORT_MSG_TIMEOUT_MS 5000
