@@ -39,7 +39,7 @@ for m in $(cat /lib/modules/order); do
     insmod "/lib/modules/$m.ko" || say "insmod $m failed"
 done
 
-ip= peer= mtu= queues= run=none
+ip='' peer='' mtu='' queues='' run=none
 for w in $(cat /proc/cmdline); do
     case $w in
     ovsvhost.ip=*)     ip=${w#*=} ;;

@@ -43,6 +43,7 @@ if [ -z "$kver" ]; then
            | sed -n 's/^ *Depends: linux-image-\([^ ]*-amd64\)$/\1/p' | head -1)
 fi
 if [ -z "$kver" ]; then
+    # shellcheck disable=SC2010  # (newest first; the names are ours)
     kver=$(ls -t "$cache" 2>/dev/null | grep -- '-amd64$' | head -1)
     [ -n "$kver" ] || die "cannot resolve linux-image-amd64 (apt-get update?)"
     say "linux-image-amd64 not resolvable, using cached $kver"
@@ -54,6 +55,7 @@ dir=$cache/$kver
 # magic, keep the first that unpacks to an ELF file.
 extract_vmlinux () {
     for magic in '\3757zXZ\000' '\037\213\010' '\050\265\057\375'; do
+        # shellcheck disable=SC2059  # (the format holds the octal escapes)
         for off in $(LC_ALL=C grep -aob "$(printf "$magic")" "$1" \
                      | cut -d: -f1); do
             case $magic in

@@ -86,13 +86,13 @@ qemu_available () {
 }
 
 qemu_guest_build () {
-    QEMU_GUEST_DIR=$("$_qemu_lib_dir/qemu-guest.sh") || return 1
+    QEMU_GUEST_DIR=$(sh "$_qemu_lib_dir/qemu-guest.sh") || return 1
     export QEMU_GUEST_DIR
 }
 
 _qemu_nic_n=0
 qemu_vhost_nic () {
-    local id=$1 sock=$2 type=$3 queues=$4 opts=${5:-} chr mq= mac=
+    local id=$1 sock=$2 type=$3 queues=$4 opts=${5:-} chr mq='' mac=''
     case $type in
     dpdkvhostuser)       chr="path=$sock,reconnect=1" ;;
     dpdkvhostuserclient) chr="path=$sock,server=on,wait=off" ;;
