@@ -7,6 +7,8 @@ noinst_LTLIBRARIES = lib/libovs-vhost-core.la
 lib_libovs_vhost_core_la_SOURCES = \
 	lib/guest-mem.c \
 	lib/guest-mem.h \
+	lib/guest-mem-guard.c \
+	lib/guest-mem-guard.h \
 	lib/util.h \
 	lib/vhost-cold.c \
 	lib/vhost-cold.h \

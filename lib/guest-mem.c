@@ -6,11 +6,15 @@
 #include "guest-mem.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include "guest-mem-guard.h"
 #include "util.h"
 
 /* One mmap() of a frontend fd, shared by every table that holds the
@@ -50,7 +54,7 @@ static void
 guest_mem_map_unref__(struct guest_mem_map *map)
 {
     if (map && !--map->refcnt) {
-        munmap(map->addr, map->len);
+        guest_mem_unmap(map->addr, map->len);
         free(map);
     }
 }
@@ -182,14 +186,14 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
         return error;
     }
     if (fstat(fd, &st)) {
-        munmap(addr, len);
+        guest_mem_unmap(addr, len);
         *reason = "bad fd";
         return EBADF;
     }
 
     struct guest_mem_map *map = malloc(sizeof *map);
     if (!map) {
-        munmap(addr, len);
+        guest_mem_unmap(addr, len);
         *reason = "out of memory";
         return ENOMEM;
     }
@@ -210,14 +214,38 @@ guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
     return 0;
 }
 
+/* Returns true if 'fd''s size may shrink while we have it mapped, so that
+ * an access to a mapping of it may raise SIGBUS, and stores in '*pagep'
+ * the granule of such a mapping.  Only a memfd sealed with F_SEAL_SHRINK
+ * cannot shrink (seals are never removed).  A hugetlbfs file counts as one
+ * that can, sealed or not: with MAP_NORESERVE a fault there also raises
+ * SIGBUS when the huge page pool is empty. */
+static bool
+guest_mem_fd_can_shrink__(int fd, size_t *pagep)
+{
+    struct statfs sfs;
+
+    *pagep = sysconf(_SC_PAGESIZE);
+    if (!fstatfs(fd, &sfs) && sfs.f_type == HUGETLBFS_MAGIC
+        && is_pow2(sfs.f_bsize)) {
+        *pagep = sfs.f_bsize;
+        return true;
+    }
+    int seals = fcntl(fd, F_GET_SEALS);
+    return seals < 0 || !(seals & F_SEAL_SHRINK);
+}
+
 /* Maps the 'size' bytes at 'offset' in 'fd', shared and writable.  On
- * success stores what to pass to munmap() in '*mapp' and '*map_lenp', and
- * the address of byte 'offset' in '*hvap'.  Used for guest memory regions
- * and for the dirty log.
+ * success stores what to pass to guest_mem_unmap() in '*mapp' and
+ * '*map_lenp', and the address of byte 'offset' in '*hvap'.  Used for guest
+ * memory regions and for the dirty log.
  *
  * A mapping beyond the end of the file would SIGBUS on first access, so
  * the whole range must be backed.  Only regular files (memfd, tmpfs,
- * hugetlbfs) have a size to check, so other kinds of fd are refused.
+ * hugetlbfs) have a size to check, so other kinds of fd are refused.  The
+ * frontend may still shrink the file later unless it is sealed (see
+ * guest_mem_fd_can_shrink__()): such a mapping is guarded against SIGBUS
+ * (guest-mem-guard.h), or refused if it cannot be.
  *
  * Returns 0, or a positive errno value with '*reason' pointing to a static
  * description of what was wrong.  'fd' stays the caller's. */
@@ -226,6 +254,7 @@ guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
                  size_t *map_lenp, uint8_t **hvap, const char **reason)
 {
     struct stat st;
+    size_t page = 0;
 
     /* Frontend-controlled: 'offset' and 'size'. */
     if (!size) {
@@ -236,6 +265,9 @@ guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
         *reason = "mmap offset plus size overflows";
         return EINVAL;
     }
+    /* Seals before the size: once F_SEAL_SHRINK is seen, the size that
+     * fstat() reads next can only grow. */
+    bool can_shrink = fd >= 0 && guest_mem_fd_can_shrink__(fd, &page);
     if (fd < 0 || fstat(fd, &st)) {
         *reason = "bad fd";
         return EBADF;
@@ -251,8 +283,7 @@ guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
 
     /* mmap() wants a page-aligned offset; map from the page that holds
      * 'offset'. */
-    uint64_t page = sysconf(_SC_PAGESIZE);
-    uint64_t skew = offset & (page - 1);
+    uint64_t skew = offset & (sysconf(_SC_PAGESIZE) - 1);
     size_t len = size + skew;
     void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_NORESERVE, fd, offset - skew);
@@ -260,10 +291,27 @@ guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
         *reason = "mmap failed";
         return errno;
     }
+    if (can_shrink) {
+        int error = guest_mem_guard_add(addr, len, page, reason);
+        if (error) {
+            munmap(addr, len);
+            return error;
+        }
+    }
     *mapp = addr;
     *map_lenp = len;
     *hvap = (uint8_t *) addr + skew;
     return 0;
+}
+
+/* Unmaps what guest_mem_map_fd() mapped at 'addr' ('len' bytes), first
+ * taking it out of the SIGBUS guard.  The zero pages the guard may have
+ * put over parts of it go with it. */
+void
+guest_mem_unmap(void *addr, size_t len)
+{
+    guest_mem_guard_remove(addr);
+    munmap(addr, len);
 }
 
 /* Removes from 'mem' one instance of the region that starts at 'gpa' with

@@ -33,7 +33,9 @@
  * guest_mem_add() rejects zero sizes, ranges that wrap, regions that
  * overlap another (in guest physical or frontend virtual space), more than
  * VHOST_MAX_MEM_REGIONS regions, non-regular files, and an mmap offset plus
- * size beyond the end of the fd (an access there would SIGBUS).
+ * size beyond the end of the fd (an access there would SIGBUS).  The
+ * frontend may shrink an fd later, unless it sealed it: such a mapping is
+ * guarded against SIGBUS (guest-mem-guard.h).
  *
  * Duplicates
  * ==========
@@ -89,6 +91,7 @@ int guest_mem_remove(struct guest_mem *, uint64_t gpa, uint64_t size,
 
 int guest_mem_map_fd(int fd, uint64_t offset, uint64_t size, void **mapp,
                      size_t *map_lenp, uint8_t **hvap, const char **reason);
+void guest_mem_unmap(void *addr, size_t len);
 
 uint64_t guest_mem_total_size(const struct guest_mem *);
 const struct guest_mem_region *guest_mem_find_uva(const struct guest_mem *,

@@ -1322,6 +1322,15 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
         return 0;
     }
 
+    /* Frontend messages refused, by reason (the port's lifetime). */
+    struct vhost_port_info info;
+    if (!vhost_port_get_info(dev->port, &info)) {
+        add_counter(cs, &allocated, info.counters.msgs_ring_started,
+                    "vhost_msgs_ring_started");
+        add_counter(cs, &allocated, info.counters.fds_not_eventfd,
+                    "vhost_fds_not_eventfd");
+    }
+
     /* The queues OVS has, rx then tx as OVS-DPDK lists them. */
     for (int pass = 0; pass < 2; pass++) {
         bool rx = pass == 0;
@@ -1445,6 +1454,17 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   ", messages %"PRIu64", rejected %"PRIu64"\n",
                   info.counters.connects, info.counters.disconnects,
                   info.counters.msgs, info.counters.msgs_rejected);
+    ds_put_format(ds, "  refused: %"PRIu64" for a started vring, %"PRIu64
+                  " fds not eventfds\n", info.counters.msgs_ring_started,
+                  info.counters.fds_not_eventfd);
+    ds_put_format(ds, "  frontends: refused %"PRIu64", displaced %"
+                  PRIu64" (no SET_OWNER or stalled), timed out %"PRIu64"\n",
+                  info.counters.extra_conns_refused,
+                  info.counters.frontends_displaced,
+                  info.counters.msg_timeouts);
+    ds_put_format(ds, "  guarded fds (no F_SEAL_SHRINK): %"PRIu64", guarded "
+                  "SIGBUS faults: %"PRIu64"\n", info.counters.guarded_fds,
+                  info.counters.guarded_faults);
     if (!info.connected) {
         return;
     }

@@ -31,7 +31,9 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
     if (!vq || !virtq_trylock(vq)) {
         return NULL;
     }
-    if (OVS_UNLIKELY(!vq->ready)) {
+    /* A guarded SIGBUS broke the device (the frontend shrank guest memory
+     * or the log): no burst from now on; the engine loop disconnects. */
+    if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard))) {
         virtq_unlock(vq);
         return NULL;
     }

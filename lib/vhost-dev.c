@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "guest-mem.h"
@@ -32,6 +31,7 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->max_queue_pairs = opts->max_queue_pairs;
     dev->log_call_fd = -1;
     dev->backend_req_fd = -1;
+    guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
 }
 
@@ -66,7 +66,7 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
         if (dev->name) {
             vq->name = dev->name;
         }
-        virtq_configure(vq, dev->features);
+        virtq_configure(vq, dev->features, dev->mem);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
     }
@@ -77,7 +77,10 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
 }
 
 /* Sets 'dev''s negotiated features to 'features' and reconfigures every
- * queue's data path for them, under the queues' access locks. */
+ * queue's data path for them, under the queues' access locks: a queue
+ * whose ring layout changes is translated again for the new layout in the
+ * same critical section, and stops if it no longer fits
+ * (virtq_configure()). */
 void
 vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
 {
@@ -85,10 +88,22 @@ vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
     dev->features = features;
     for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
         if (dev->vqs[i]) {
-            virtq_configure(dev->vqs[i], features);
+            virtq_configure(dev->vqs[i], features, dev->mem);
         }
     }
     vhost_dev_unlock_queues(dev);
+}
+
+/* Returns true if any of 'dev''s queues is started (virtq_started()). */
+bool
+vhost_dev_any_started(const struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        if (dev->vqs[i] && virtq_started(dev->vqs[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Takes every allocated queue's access lock, in index order (the only lock
@@ -118,12 +133,18 @@ vhost_dev_unlock_queues(struct vhost_dev *dev)
  * all access locks are held, so no burst can run on old ring addresses or
  * old mappings; a queue whose ring no longer translates stops.  The old
  * table is unmapped only after the locks are released, when no data path
- * can hold a pointer into it. */
+ * can hold a pointer into it.  Guarded regions (fds that can shrink)
+ * become 'dev''s before any burst can touch them. */
 void
 vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
 {
     struct guest_mem *old = dev->mem;
 
+    for (unsigned int i = 0; mem && i < mem->n_regions; i++) {
+        if (guest_mem_guard_set_owner(mem->regions[i].hva, &dev->guard)) {
+            dev->counters.guarded_fds++;
+        }
+    }
     vhost_dev_lock_queues(dev);
     dev->mem = mem;
     for (unsigned int i = 0; i < dev->n_vqs; i++) {
@@ -140,15 +161,17 @@ vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
     vhost_dev_update_ready(dev);
 }
 
-/* Retranslates 'vq''s ring through the current memory table, under its
- * access lock; the queue stops if its ring does not translate. */
-void
-vhost_dev_remap_queue(struct vhost_dev *dev, struct virtq *vq)
+/* virtq_can_run() for the readiness checks below, which run outside the
+ * queue's access lock: a packed ring's positions, which it reads, are the
+ * data path's to write while the queue runs (ThreadSanitizer saw the
+ * race). */
+static bool
+vhost_dev_vq_can_run__(struct virtq *vq)
 {
     virtq_lock(vq);
-    virtq_map(vq, dev->mem);
-    vq->ready = vq->ready && virtq_can_run(vq);
+    bool run = virtq_can_run(vq);
     virtq_unlock(vq);
+    return run;
 }
 
 /* Pair 0 (the guest's first RX and TX rings) is what makes a device
@@ -158,16 +181,17 @@ vhost_dev_pair0_can_run__(const struct vhost_dev *dev)
 {
     /* Queues are allocated as the frontend names them, in any order. */
     return dev->vqs[0] && dev->vqs[1]
-           && virtq_can_run(dev->vqs[0]) && virtq_can_run(dev->vqs[1]);
+           && vhost_dev_vq_can_run__(dev->vqs[0])
+           && vhost_dev_vq_can_run__(dev->vqs[1]);
 }
 
 static bool
 vhost_dev_all_enabled_can_run__(const struct vhost_dev *dev)
 {
     for (unsigned int i = 0; i < dev->n_vqs; i++) {
-        const struct virtq *vq = dev->vqs[i];
+        struct virtq *vq = dev->vqs[i];
 
-        if (vq && vq->enabled && !virtq_can_run(vq)) {
+        if (vq && vq->enabled && !vhost_dev_vq_can_run__(vq)) {
             return false;
         }
     }
@@ -239,7 +263,7 @@ vhost_dev_update_ready(struct vhost_dev *dev)
         for (unsigned int i = 0; i < dev->n_vqs; i++) {
             if (dev->vqs[i]) {
                 vhost_dev_set_vq_ready__(dev->vqs[i],
-                                         virtq_can_run(dev->vqs[i]));
+                                         vhost_dev_vq_can_run__(dev->vqs[i]));
             }
         }
         VLOG_INFO("%s: device is ready with %u queues, features %#"PRIx64,
@@ -258,7 +282,7 @@ vhost_dev_update_ready(struct vhost_dev *dev)
 
     for (unsigned int i = 0; i < dev->n_vqs && dev->ready; i++) {
         struct virtq *vq = dev->vqs[i];
-        bool run = vq && virtq_can_run(vq);
+        bool run = vq && vhost_dev_vq_can_run__(vq);
 
         if (vq) {
             vhost_dev_set_vq_ready__(vq, run);
@@ -274,10 +298,11 @@ vhost_dev_update_ready(struct vhost_dev *dev)
     }
 }
 
-/* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from mmap(),
- * or NULL), whose bitmap of 'size' bytes starts at 'base'.  The old log is
- * unmapped after the swap, under the queues' access locks: the data path
- * writes the log during a burst. */
+/* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from
+ * guest_mem_map_fd(), or NULL), whose bitmap of 'size' bytes starts at
+ * 'base'.  The old log is unmapped after the swap, under the queues' access
+ * locks: the data path writes the log during a burst.  A guarded log
+ * becomes 'dev''s before any burst can write it. */
 void
 vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
                   uint8_t *base, uint64_t size)
@@ -285,6 +310,9 @@ vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
     void *old_map = dev->log_map;
     size_t old_len = dev->log_map_len;
 
+    if (map && guest_mem_guard_set_owner(map, &dev->guard)) {
+        dev->counters.guarded_fds++;
+    }
     vhost_dev_lock_queues(dev);
     dev->log_map = map;
     dev->log_map_len = map_len;
@@ -293,8 +321,72 @@ vhost_dev_set_log(struct vhost_dev *dev, void *map, size_t map_len,
     vhost_dev_unlock_queues(dev);
 
     if (old_map) {
-        munmap(old_map, old_len);
+        guest_mem_unmap(old_map, old_len);
     }
+}
+
+/* Replaces 'dev''s log call eventfd (SET_LOG_FD) with 'fd', or with none
+ * if 'fd' is -1.  A burst that dirtied the log write()s to this fd before
+ * it lets go of its queue's access lock (vhost-datapath.c), so the swap is
+ * made with every queue lock held, and the old fd is closed after it: no
+ * burst can then still hold the old number, which the kernel may give to
+ * the next file opened. */
+void
+vhost_dev_set_log_call_fd(struct vhost_dev *dev, int fd)
+{
+    int old = dev->log_call_fd;
+
+    vhost_dev_lock_queues(dev);
+    dev->log_call_fd = fd;
+    vhost_dev_unlock_queues(dev);
+    close_fd_quietly(old);
+}
+
+/* Called from the engine loop when a guarded fault may have happened.  If
+ * one hit 'dev''s guest memory or dirty log (the frontend shrank an fd it
+ * shared after we mapped it, and the SIGBUS handler put a zero page over
+ * the page it lost), counts the faults, logs which region, and returns
+ * true: the device is broken, its queues already stopped (the data path
+ * tests the flag), and the caller must end the connection as after any
+ * fatal frontend error.  Returns false otherwise. */
+bool
+vhost_dev_check_guard(struct vhost_dev *dev)
+{
+    if (!guest_mem_guard_faulted(&dev->guard)) {
+        return false;
+    }
+    dev->counters.guarded_faults
+        += guest_mem_guard_owner_collect(&dev->guard);
+
+    for (unsigned int i = 0; dev->mem && i < dev->mem->n_regions; i++) {
+        const struct guest_mem_region *r = &dev->mem->regions[i];
+        uintptr_t first;
+        unsigned int n = guest_mem_guard_query(r->hva, &first);
+
+        if (n) {
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: memory region %u "
+                             "(guest %#"PRIx64", size %#"PRIx64"): the "
+                             "frontend shrank its fd; %u access(es) from "
+                             "guest %#"PRIx64" on hit a zero page instead of "
+                             "SIGBUS; device broken, disconnecting",
+                             dev->name, i, r->gpa, r->size, n,
+                             r->gpa + (first - (uintptr_t) r->hva));
+        }
+    }
+    if (dev->log_map) {
+        uintptr_t first;
+        unsigned int n = guest_mem_guard_query(dev->log_map, &first);
+
+        if (n) {
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: dirty log (%#"PRIx64
+                             " bytes): the frontend shrank its fd; %u "
+                             "access(es) from log byte %#"PRIx64" on hit a "
+                             "zero page instead of SIGBUS; device broken, "
+                             "disconnecting", dev->name, dev->log_size, n,
+                             (uint64_t) (first - (uintptr_t) dev->log_base));
+        }
+    }
+    return true;
 }
 
 /* Returns 'dev' to the state of a device no frontend has talked to: the
@@ -318,8 +410,12 @@ vhost_dev_reset(struct vhost_dev *dev)
     vhost_dev_set_features(dev, 0);
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
-    close_fd_quietly(dev->log_call_fd);
-    dev->log_call_fd = -1;
+    vhost_dev_set_log_call_fd(dev, -1);
+    /* Nothing is guarded for 'dev' any more: a fault can no longer flag
+     * it, and the next frontend starts with a working device. */
+    dev->counters.guarded_faults
+        += guest_mem_guard_owner_collect(&dev->guard);
+    guest_mem_guard_owner_clear(&dev->guard);
     close_fd_quietly(dev->backend_req_fd);
     dev->backend_req_fd = -1;
 

@@ -25,7 +25,8 @@
  * ===========
  *
  * The frontend controls every value stored here; the handlers check them
- * first.  A queue index is used to index 'vqs' only after
+ * first.  It also controls the size of the fds behind guest memory and the
+ * dirty log: a shrunk one breaks the device (vhost_dev_check_guard()).  A queue index is used to index 'vqs' only after
  * vhost_dev_get_vq() has bounded it by the queues offered.
  */
 
@@ -35,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
+#include "guest-mem-guard.h"
 #include "vhost-log.h"
 
 struct guest_mem;
@@ -58,6 +60,12 @@ struct vhost_dev {
     /* Guest memory: replaced only through vhost_dev_set_mem(). */
     struct guest_mem *mem;
 
+    /* Owner of the guarded mappings of 'mem' and the dirty log: the SIGBUS
+     * handler flags it, the data path stops on the flag, and the engine
+     * loop disconnects the frontend (vhost_dev_check_guard()).  Next to
+     * 'mem', which the data path reads with it. */
+    struct guest_mem_guard_owner guard;
+
     /* Queues, allocated as the frontend first names them. */
     struct virtq *vqs[VHOST_MAX_QUEUES];
     unsigned int n_vqs;             /* 1 + highest index allocated. */
@@ -72,7 +80,8 @@ struct vhost_dev {
                                      * 'rarp_mac' (atomic). */
     uint8_t status;
 
-    /* Dirty log (SET_LOG_BASE) and its eventfd (SET_LOG_FD). */
+    /* Dirty log (SET_LOG_BASE) and its eventfd (SET_LOG_FD), both replaced
+     * only with every queue's access lock held: bursts use them. */
     void *log_map;                  /* mmap()ed region, or NULL. */
     size_t log_map_len;
     uint8_t *log_base;              /* Start of the bitmap in 'log_map'. */
@@ -107,10 +116,13 @@ void vhost_dev_set_features(struct vhost_dev *, uint64_t features);
 void vhost_dev_set_mem(struct vhost_dev *, struct guest_mem *);
 void vhost_dev_lock_queues(struct vhost_dev *);
 void vhost_dev_unlock_queues(struct vhost_dev *);
-void vhost_dev_remap_queue(struct vhost_dev *, struct virtq *);
+bool vhost_dev_any_started(const struct vhost_dev *);
 void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);
+void vhost_dev_set_log_call_fd(struct vhost_dev *, int fd);
+
+bool vhost_dev_check_guard(struct vhost_dev *);
 
 void vhost_dev_get_info(const struct vhost_dev *, struct vhost_port_info *);
 

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include "guest-mem-guard.h"
 #include "vhost-log.h"
 #include "vhost-port.h"
 
@@ -28,6 +29,10 @@ struct vhost_engine {
     struct ovs_list ports;          /* Every port, by its 'node'. */
     struct ovs_list timers;         /* Armed timers, unsorted. */
     struct ovs_list zombies;        /* Freed after the current batch. */
+
+    /* guest_mem_guard_seq() when the ports last looked for guarded
+     * faults. */
+    unsigned int guard_seq;
 
     /* The engine's own thread, if vhost_engine_start() made one. */
     pthread_t thread;
@@ -92,6 +97,7 @@ vhost_engine_create(struct vhost_engine **enginep)
     ovs_list_init(&engine->zombies);
     atomic_init(&engine->stop, false);
     engine->wake_watch.fd = -1;
+    engine->guard_seq = guest_mem_guard_seq();
 
     engine->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -204,6 +210,23 @@ vhost_engine_run_timers__(struct vhost_engine *engine)
     }
 }
 
+/* After a guarded SIGBUS anywhere in the process (the handler moved the
+ * sequence number, then wrote the owner's engine's wake fd), lets each
+ * port see whether it was its own. */
+static void
+vhost_engine_run_guard__(struct vhost_engine *engine)
+{
+    unsigned int seq = guest_mem_guard_seq();
+
+    if (OVS_UNLIKELY(seq != engine->guard_seq)) {
+        engine->guard_seq = seq;
+        for (struct ovs_list *n = engine->ports.next; n != &engine->ports;
+             n = n->next) {
+            vhost_port_run_guard(vhost_port_from_node(n));
+        }
+    }
+}
+
 /* Waits up to 'timeout_ms' milliseconds (0: not at all; negative: until
  * something happens) for socket activity or a due timer, and handles what
  * there is.  Returns 0 or a positive errno value from epoll_wait(). */
@@ -233,6 +256,7 @@ vhost_engine_run(struct vhost_engine *engine, int timeout_ms)
             w->cb(w, events[i].events);
         }
     }
+    vhost_engine_run_guard__(engine);
     vhost_engine_run_timers__(engine);
     vhost_engine_free_zombies__(engine);
     vhost_engine_unlock(engine);
@@ -364,6 +388,14 @@ void
 vhost_engine_add_port(struct vhost_engine *engine, struct ovs_list *node)
 {
     ovs_list_push_back(&engine->ports, node);
+}
+
+/* Returns the eventfd that wakes the loop: written by the SIGBUS guard
+ * (guest-mem-guard.h), which may not take the mutex. */
+int
+vhost_engine_wake_fd(const struct vhost_engine *engine)
+{
+    return engine->wake_fd;
 }
 
 const struct ovs_list *

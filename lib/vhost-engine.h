@@ -67,6 +67,7 @@ void vhost_engine_timer_arm(struct vhost_engine *, struct vhost_engine_timer *,
 void vhost_engine_timer_cancel(struct vhost_engine_timer *);
 
 void vhost_engine_add_port(struct vhost_engine *, struct ovs_list *node);
+int vhost_engine_wake_fd(const struct vhost_engine *);
 const struct ovs_list *vhost_engine_ports(const struct vhost_engine *);
 void vhost_engine_defer_free(struct vhost_engine *,
                              struct vhost_engine_zombie *);

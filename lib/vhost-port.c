@@ -2,11 +2,58 @@
  * vhost-user ports: sockets, connections and their lifecycle.  See
  * ovs-vhost/vhost.h for the API and vhost-port.h for the engine's side.
  *
- * A server port listens all its life and takes one frontend at a time; a
- * second one is refused, and when the first goes the next is accepted.  A
- * client port connects, and after a failed attempt or a lost connection
- * tries again after a delay that starts at 'reconnect_min_ms' and doubles
- * up to 'reconnect_max_ms'.
+ * A server port listens all its life and serves one frontend at a time.
+ * A second connection is refused while the first is a working frontend,
+ * and replaces it when the first shows it is not one (see "Takeover"
+ * below).  When the first goes the next is accepted.  A client port
+ * connects, and after a failed attempt or a lost connection tries again
+ * after a delay that starts at 'reconnect_min_ms' and doubles up to
+ * 'reconnect_max_ms'.
+ *
+ * Takeover
+ * ========
+ *
+ * Anyone who can open the socket can connect to it, so the connection a
+ * server port serves may be a prober, a crashed or stuck process, or an
+ * attacker who sends half a message and waits.  'msg_timeout_ms' ends such
+ * a connection in the end (5 s by default; never, for one that sends
+ * nothing at all), but the port's real frontend must not wait that long.
+ * So a connection that arrives while another is served is accepted and
+ * held, unread, as the 'pending' one, and the current one is judged:
+ *
+ *   - Its device is ready: it is a working frontend and is never
+ *     displaced.  The newcomer is refused, as a second frontend always
+ *     was.
+ *
+ *   - It sent SET_OWNER and owes no part of a message: it is a frontend
+ *     that has set the device up as far as its guest has asked.  QEMU sends
+ *     SET_OWNER as it starts the vhost device and the rest only when the
+ *     guest's driver starts, which may be minutes later (or never, for a
+ *     guest that does not load virtio-net), so an idle owner is not a
+ *     stalled one.  The newcomer is refused.
+ *
+ *   - It has not sent SET_OWNER VHOST_PORT_TAKEOVER_MS after it connected,
+ *     or it has owed the rest of a message (or not read a reply) for
+ *     VHOST_PORT_TAKEOVER_MS: it is dropped, counted in
+ *     'frontends_displaced', and the newcomer takes its place.  Before
+ *     that, the newcomer waits, and is refused if the current one proves
+ *     itself meanwhile.
+ *
+ * QEMU and DPDK's virtio-user send SET_OWNER among their first handful of
+ * messages, each written whole with one sendmsg(), so the grace is far
+ * more than either needs, and a well-behaved frontend that connects first
+ * is never displaced: a stream of connections (from an attacker or a
+ * misconfigured second VM) cannot cut a real frontend off in the middle of
+ * its setup.  Nor can the grace delay a newcomer by more than
+ * VHOST_PORT_TAKEOVER_MS, well within the second a frontend is owed.
+ *
+ * One newcomer waits at a time: a later one replaces it, since the newest
+ * connection is the one most likely to have a live peer, and an unread
+ * pending connection must not keep out a third.  Nothing waits on a peer:
+ * the pending connection is only held, and closing it does not block.
+ * What an attacker who connects first and then sends SET_OWNER and idles
+ * gets is what any frontend gets; socket permissions are what keep such a
+ * peer out.
  */
 
 #include <config.h>
@@ -29,6 +76,11 @@
  * streams messages cannot starve the other ports. */
 #define VHOST_PORT_MAX_MSGS_PER_RUN 64
 #define VHOST_PORT_ACCEPT_RETRY_MS 100
+
+/* Server mode: how long a connection has to send SET_OWNER, or to finish a
+ * message it started, before one that connected after it may take its
+ * place (see "Takeover" above). */
+#define VHOST_PORT_TAKEOVER_MS 250
 
 struct vhost_port {
     struct vhost_engine *engine;
@@ -79,6 +131,16 @@ struct vhost_port {
     struct vhost_engine_timer accept_timer;
     bool accept_paused;
 
+    /* Server mode: takeover (see "Takeover" above).  'pending_fd' is a
+     * connection accepted while 'conn_fd' was served, held unread until
+     * 'pending_timer' or a change in the current connection decides
+     * between them. */
+    int pending_fd;
+    struct vhost_engine_timer pending_timer;
+    long long int conn_since_ms;        /* When 'conn_fd' started. */
+    long long int owed_since_ms;        /* When 'msg_timer' was armed. */
+    bool conn_owned;                    /* 'conn_fd' sent SET_OWNER. */
+
     struct vhost_dev dev;
 };
 
@@ -88,6 +150,7 @@ static void vhost_port_reconnect_cb__(struct vhost_engine_timer *);
 static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_accept_resume_cb__(struct vhost_engine_timer *);
 static void vhost_port_msg_timeout_cb__(struct vhost_engine_timer *);
+static void vhost_port_pending_cb__(struct vhost_engine_timer *);
 
 struct vhost_port *
 vhost_port_from_node(struct ovs_list *node)
@@ -135,6 +198,8 @@ vhost_port_start_conn__(struct vhost_port *port, int fd)
     }
     port->conn_fd = fd;
     port->out_pending = false;
+    port->conn_since_ms = vhost_time_msec();
+    port->conn_owned = false;
     vhost_user_msg_reader_init(&port->reader);
     port->dev.counters.connects++;
     port->backoff_ms = port->reconnect_min_ms;
@@ -208,6 +273,118 @@ vhost_port_disconnect__(struct vhost_port *port, bool destroying)
         vhost_engine_timer_arm(port->engine, &port->reconnect_timer,
                                port->backoff_ms);
     }
+    if (port->pending_fd >= 0 && !destroying) {
+        /* The frontend that waited is next.  Started from the loop rather
+         * than from within whatever ended this connection. */
+        vhost_engine_timer_arm(port->engine, &port->pending_timer, 0);
+    }
+}
+
+/* Closes the pending connection, if any, as a refused frontend, saying
+ * 'why'. */
+static void
+vhost_port_refuse_pending__(struct vhost_port *port, const char *why)
+{
+    if (port->pending_fd < 0) {
+        return;
+    }
+    vhost_engine_timer_cancel(&port->pending_timer);
+    port->dev.counters.extra_conns_refused++;
+    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: refusing a second "
+                     "frontend on %s: %s", port->name, port->path, why);
+    close(port->pending_fd);
+    port->pending_fd = -1;
+}
+
+/* Makes the pending connection the current one.  The port has none.
+ *
+ * The loop may still hold an event for the old connection's watch in its
+ * current batch, which then reaches the new one: harmless, since reading a
+ * connection that has nothing to read only returns EAGAIN. */
+static void
+vhost_port_promote_pending__(struct vhost_port *port)
+{
+    int fd = port->pending_fd;
+
+    vhost_engine_timer_cancel(&port->pending_timer);
+    port->pending_fd = -1;
+    vhost_port_start_conn__(port, fd);
+}
+
+/* Server mode: decides between the current connection and the pending one,
+ * as "Takeover" above describes: refuses the pending one if the current one
+ * is a working frontend, replaces the current one with it if the current
+ * one has had VHOST_PORT_TAKEOVER_MS to prove itself and has not, and
+ * otherwise arms 'pending_timer' for when it will have had that long.
+ * Called whenever the answer may have changed: a connection arrives, the
+ * current one handled input or ended, or the timer fired. */
+static void
+vhost_port_judge__(struct vhost_port *port)
+{
+    long long int now = vhost_time_msec();
+    long long int since;
+    const char *what;
+
+    if (port->pending_fd < 0) {
+        return;
+    }
+    if (port->conn_fd < 0) {
+        vhost_port_promote_pending__(port);
+        return;
+    }
+    if (port->dev.ready) {
+        vhost_port_refuse_pending__(port, "one is connected and its device "
+                                    "is ready");
+        return;
+    }
+    if (!port->conn_owned) {
+        since = port->conn_since_ms;
+        what = "sent no SET_OWNER in";
+    } else if (port->msg_timer_armed) {
+        since = port->owed_since_ms;
+        what = port->out_pending ? "left a reply unread for"
+                                 : "left a message half-written for";
+    } else {
+        vhost_port_refuse_pending__(port, "one is connected and owns the "
+                                    "device");
+        return;
+    }
+    if (now - since < VHOST_PORT_TAKEOVER_MS) {
+        if (!port->pending_timer.armed
+            || port->pending_timer.when != since + VHOST_PORT_TAKEOVER_MS) {
+            vhost_engine_timer_arm(port->engine, &port->pending_timer,
+                                   since + VHOST_PORT_TAKEOVER_MS - now);
+        }
+        return;
+    }
+
+    port->dev.counters.frontends_displaced++;
+    VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: frontend on %s %s "
+                     "%lld ms; replacing it with the one that connected "
+                     "after it", port->name, port->path, what, now - since);
+    vhost_port_disconnect__(port, false);
+    vhost_port_promote_pending__(port);
+}
+
+static void
+vhost_port_pending_cb__(struct vhost_engine_timer *timer)
+{
+    struct vhost_port *port = CONTAINER_OF(timer, struct vhost_port,
+                                           pending_timer);
+
+    vhost_port_judge__(port);
+}
+
+/* Called by the engine loop after a guarded SIGBUS anywhere: if it hit
+ * this port's guest memory or dirty log, the device is broken, and the
+ * frontend goes as after any fatal error (the embedder hears device_gone
+ * and disconnected; a client port reconnects). */
+void
+vhost_port_run_guard(struct vhost_port *port)
+{
+    if (port->conn_fd >= 0 && vhost_dev_check_guard(&port->dev)) {
+        vhost_port_disconnect__(port, false);
+    }
 }
 
 static void
@@ -235,17 +412,20 @@ vhost_port_listen_cb__(struct vhost_engine_watch *watch, uint32_t events)
                                VHOST_PORT_ACCEPT_RETRY_MS);
         return;
     }
-    if (port->conn_fd >= 0) {
-        /* One frontend per device: a second one would fight the first over
-         * the same queues. */
-        port->dev.counters.extra_conns_refused++;
-        VHOST_DEV_LOG_RL(&port->dev, VHOST_LOG_WARN, "%s: refusing a second "
-                         "frontend on %s: one is connected", port->name,
-                         port->path);
-        close(fd);
+    if (port->conn_fd < 0 && port->pending_fd >= 0) {
+        /* The current frontend just went: the one that waited comes
+         * first. */
+        vhost_port_promote_pending__(port);
+    }
+    if (port->conn_fd < 0) {
+        vhost_port_start_conn__(port, fd);
         return;
     }
-    vhost_port_start_conn__(port, fd);
+    /* One frontend per device: a second one would fight the first over
+     * the same queues.  This one waits while the first is judged. */
+    vhost_port_refuse_pending__(port, "another connected after it");
+    port->pending_fd = fd;
+    vhost_port_judge__(port);
 }
 
 static void
@@ -322,6 +502,7 @@ vhost_port_update_msg_timer__(struct vhost_port *port)
         vhost_engine_timer_arm(port->engine, &port->msg_timer,
                                port->msg_timeout_ms);
         port->msg_timer_armed = true;
+        port->owed_since_ms = vhost_time_msec();
     } else if (!owed && port->msg_timer_armed) {
         vhost_engine_timer_cancel(&port->msg_timer);
         port->msg_timer_armed = false;
@@ -356,6 +537,7 @@ vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
 
     vhost_port_conn_run__(port);
     vhost_port_update_msg_timer__(port);
+    vhost_port_judge__(port);
 }
 
 /* Handles what the frontend sent, up to VHOST_PORT_MAX_MSGS_PER_RUN
@@ -386,6 +568,9 @@ vhost_port_conn_run__(struct vhost_port *port)
             enum vhost_user_verdict verdict
                 = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
             dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
+            /* Latched: a RESET_OWNER later does not make this connection
+             * any less a frontend. */
+            port->conn_owned |= dev->owned;
             if (verdict == VHOST_USER_DISCONNECT) {
                 vhost_port_disconnect__(port, false);
                 return;
@@ -496,6 +681,8 @@ vhost_port_create(struct vhost_engine *engine,
     port->connect_rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(2, 1);
     port->listen_fd = -1;
     port->conn_fd = -1;
+    port->pending_fd = -1;
+    vhost_engine_timer_init(&port->pending_timer, vhost_port_pending_cb__);
     port->listen_watch.fd = port->conn_watch.fd = -1;
     vhost_engine_timer_init(&port->reconnect_timer, vhost_port_reconnect_cb__);
     vhost_engine_timer_init(&port->accept_timer,
@@ -505,6 +692,8 @@ vhost_port_create(struct vhost_engine *engine,
     struct vhost_port_options dev_opts = *opts;
     dev_opts.name = port->name;
     vhost_dev_init(&port->dev, port, &dev_opts);
+    /* The SIGBUS handler wakes the loop through it. */
+    port->dev.guard.wake_fd = vhost_engine_wake_fd(engine);
 
     vhost_engine_lock(engine);
     if (port->mode == VHOST_PORT_SERVER) {
@@ -558,6 +747,11 @@ vhost_port_destroy(struct vhost_port *port)
     vhost_port_disconnect__(port, true);
     vhost_engine_timer_cancel(&port->reconnect_timer);
     vhost_engine_timer_cancel(&port->accept_timer);
+    if (port->pending_fd >= 0) {
+        vhost_engine_timer_cancel(&port->pending_timer);
+        close(port->pending_fd);
+        port->pending_fd = -1;
+    }
     if (port->listen_fd >= 0) {
         if (!port->accept_paused) {
             vhost_engine_watch_del(engine, &port->listen_watch);

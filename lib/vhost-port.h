@@ -17,5 +17,6 @@ struct vhost_port;
 
 struct vhost_port *vhost_port_from_node(struct ovs_list *);
 struct vhost_dev *vhost_port_dev(struct vhost_port *);
+void vhost_port_run_guard(struct vhost_port *);
 
 #endif /* vhost-port.h */

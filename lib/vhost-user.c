@@ -15,7 +15,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
 #include "vhost-dev.h"
@@ -105,15 +108,21 @@ vhost_user_set_features(struct vhost_dev *dev, struct vhost_user_msg *msg,
         return vhost_user_reject__(dev, msg, "features %#"PRIx64" were not "
                                    "offered", features & ~dev->offered_features);
     }
-    if (dev->ready && (features ^ dev->features)
-                      & FEATURE_BIT(VIRTIO_F_RING_PACKED)) {
-        return vhost_user_reject__(dev, msg, "ring layout changed while the "
-                                   "device is running");
+    if ((features ^ dev->features) & FEATURE_BIT(VIRTIO_F_RING_PACKED)
+        && vhost_dev_any_started(dev)) {
+        /* See "Messages for stopped rings" below. */
+        dev->counters.msgs_ring_started++;
+        return vhost_user_reject__(dev, msg, "ring layout changed to %s "
+                                   "while a vring is started",
+                                   features & FEATURE_BIT(VIRTIO_F_RING_PACKED)
+                                   ? "packed" : "split");
     }
 
     /* Negotiated again during migration (to add VHOST_F_LOG_ALL), so this
      * may arrive while queues run: the queues switch burst functions under
-     * their access locks. */
+     * their access locks, and a queue whose layout changes (only a stopped
+     * one, by the check above) is translated again in the same critical
+     * section. */
     vhost_dev_set_features(dev, features);
     VLOG_DBG("%s: negotiated features %#"PRIx64, dev->name, features);
     return 0;
@@ -298,16 +307,125 @@ vhost_user_set_log_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
     return 0;
 }
 
+/* The fds the data path write()s to, and the kick fd beside them, must be
+ * eventfds: a write() to a pipe or socket whose buffer the frontend lets
+ * fill would hold a PMD thread for good, while an eventfd write() blocks
+ * only at a count of 2^64 - 2.  (Polling them for writability, or setting
+ * O_NONBLOCK on a file description the frontend shares, would cost every
+ * notification or change the frontend's own fd.)  Linux names each
+ * eventfd "anon_inode:[eventfd]" in /proc/self/fd (fs/eventfd.c): exact,
+ * and one readlink() per message.  Without /proc the fd must at least live
+ * on the anonymous inode an eventfd of our own lives on, which it shares
+ * only with fds that take no write() at all (signalfd, timerfd, epoll).
+ * Returns true for an eventfd; otherwise false, with what 'fd' is in
+ * 'kind' for the log. */
+static bool
+vhost_user_fd_is_eventfd__(int fd, char *kind, size_t kind_size)
+{
+    static const char eventfd_name[] = "anon_inode:[eventfd]";
+    char path[64], link[128];
+
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n >= 0) {
+        link[n] = '\0';
+        snprintf(kind, kind_size, "%s", link);
+        return !strcmp(link, eventfd_name);
+    }
+
+    struct stat st, ref;
+    int ref_fd = eventfd(0, EFD_CLOEXEC);
+    bool same = ref_fd >= 0 && !fstat(fd, &st) && !fstat(ref_fd, &ref)
+                && st.st_dev == ref.st_dev && st.st_ino == ref.st_ino;
+    close_fd_quietly(ref_fd);
+    snprintf(kind, kind_size, "%s (no /proc/self/fd)",
+             same ? "an anonymous inode" : "not an anonymous inode");
+    return same;
+}
+
+/* Takes fd 'i' of 'msg' for the caller if it is an eventfd
+ * (vhost_user_fd_is_eventfd__()), storing it in '*fdp'.  Otherwise
+ * leaves it in 'msg' for the reader to close, and logs and counts why,
+ * naming the fd 'what', and returns EINVAL. */
+static int
+vhost_user_take_eventfd__(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                          size_t i, const char *what, int *fdp)
+{
+    char kind[160];
+
+    if (!vhost_user_fd_is_eventfd__(msg->fds[i], kind, sizeof kind)) {
+        dev->counters.fds_not_eventfd++;
+        *fdp = -1;
+        return vhost_user_reject__(dev, msg, "%s is not an eventfd (%s): a "
+                                   "write() to it could block", what, kind);
+    }
+    *fdp = vhost_user_msg_take_fd(msg, i);
+    return 0;
+}
+
 static int
 vhost_user_set_log_fd(struct vhost_dev *dev, struct vhost_user_msg *msg,
                       struct vhost_user_reply *reply)
 {
-    close_fd_quietly(dev->log_call_fd);
-    dev->log_call_fd = vhost_user_msg_take_fd(msg, 0);
-    return 0;
+    int fd;
+    int error = vhost_user_take_eventfd__(dev, msg, 0, "the log call fd", &fd);
+
+    if (!error) {
+        vhost_dev_set_log_call_fd(dev, fd);
+    }
+    return error;
 }
 
 /* Vrings. */
+
+/* Messages for stopped rings
+ * --------------------------
+ *
+ * vhost-user.rst sends SET_VRING_NUM, SET_VRING_BASE and SET_VRING_ADDR
+ * to a ring before it starts, and a ring layout (VIRTIO_F_RING_PACKED)
+ * is negotiated before any ring starts; a ring is started by
+ * SET_VRING_KICK and stopped by GET_VRING_BASE (virtq_started()).  QEMU
+ * (hw/virtio/vhost.c, vhost_virtqueue_start()) and DPDK's virtio-user
+ * (virtio_user_kick_queue()) send NUM, BASE and ADDR, then KICK, to rings
+ * that are new or that GET_VRING_BASE stopped (vhost_virtqueue_stop(),
+ * virtio_user_stop_device(); a reconnect is a new connection here).  But
+ * QEMU does send two of them to running rings: when migration starts and
+ * ends, vhost_dev_set_log() sends SET_FEATURES with or without
+ * VHOST_F_LOG_ALL, then SET_VRING_ADDR with or without VHOST_VRING_F_LOG,
+ * and with several queue pairs each pair's vhost_dev_start() sends
+ * SET_FEATURES again while the pairs before it run.  Hence:
+ *
+ *   - SET_VRING_NUM and SET_VRING_BASE are refused on a started ring.  A
+ *     new size or position under a ring the data path walks has no
+ *     meaning, no frontend sends one, and refusing is simpler to get
+ *     right than re-validating every index and buffer id in flight.
+ *
+ *   - SET_VRING_ADDR is applied under the queue's access lock, in one
+ *     critical section that translates the ring for its size and layout
+ *     and keeps the old addresses if the new ones do not translate.
+ *
+ *   - SET_FEATURES is applied under every queue's access lock; a layout
+ *     change is refused while any ring is started, and on stopped rings
+ *     is applied with the rings translated again for the new layout in
+ *     the same critical section (vhost_dev_set_features()).
+ *
+ * Every path that changes a ring's size, layout or addresses thus
+ * translates it again before its lock is released.  Refusals are logged
+ * and counted ('msgs_ring_started'). */
+
+/* Rejects 'msg', meant for a stopped ring, if 'vq' is started. */
+static int
+vhost_user_check_stopped__(struct vhost_dev *dev,
+                           const struct vhost_user_msg *msg,
+                           const struct virtq *vq)
+{
+    if (virtq_started(vq)) {
+        dev->counters.msgs_ring_started++;
+        return vhost_user_reject__(dev, msg, "vring %u is started: stop it "
+                                   "with GET_VRING_BASE first", vq->index);
+    }
+    return 0;
+}
 
 static int
 vhost_user_set_vring_num(struct vhost_dev *dev, struct vhost_user_msg *msg,
@@ -327,13 +445,18 @@ vhost_user_set_vring_num(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    vq->packed ? "between" : "a power of 2 between",
                                    VIRTQ_MAX_SIZE);
     }
+    int error = vhost_user_check_stopped__(dev, msg, vq);
+    if (error) {
+        return error;
+    }
     virtq_lock(vq);
-    vq->size = num;
+    virtq_set_size(vq, num, dev->mem);
     virtq_unlock(vq);
-    vhost_dev_remap_queue(dev, vq);
     return 0;
 }
 
+/* SET_VRING_ADDR, which QEMU sends to running rings too (to turn
+ * VHOST_VRING_F_LOG on and off): see "Messages for stopped rings". */
 static int
 vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
                           struct vhost_user_reply *reply)
@@ -412,6 +535,10 @@ vhost_user_set_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    "used at most a ring behind avail",
                                    vq->index, num, vq->size);
     }
+    int error = vhost_user_check_stopped__(dev, msg, vq);
+    if (error) {
+        return error;
+    }
     virtq_lock(vq);
     virtq_set_base(vq, num);
     virtq_unlock(vq);
@@ -447,7 +574,8 @@ vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
 
 /* SET_VRING_KICK, _CALL and _ERR share a payload: the vring index in bits
  * 0..7 and VHOST_USER_VRING_NOFD_MASK when no fd comes with it.  Returns
- * the queue, with '*fdp' the fd taken from 'msg' or -1, or NULL. */
+ * the queue, with '*fdp' the fd taken from 'msg' (an eventfd:
+ * vhost_user_take_eventfd__()) or -1, or NULL after logging why. */
 static struct virtq *
 vhost_user_vring_fd__(struct vhost_dev *dev, struct vhost_user_msg *msg,
                       int *fdp)
@@ -472,7 +600,15 @@ vhost_user_vring_fd__(struct vhost_dev *dev, struct vhost_user_msg *msg,
     struct virtq *vq = vhost_user_get_vq__(dev, msg,
                                            u64 & VHOST_USER_VRING_IDX_MASK);
     if (vq && !nofd) {
-        *fdp = vhost_user_msg_take_fd(msg, 0);
+        char what[64];
+
+        snprintf(what, sizeof what, "vring %u %s fd", vq->index,
+                 msg->hdr.request == VHOST_USER_SET_VRING_KICK ? "kick"
+                 : msg->hdr.request == VHOST_USER_SET_VRING_CALL ? "call"
+                 : "err");
+        if (vhost_user_take_eventfd__(dev, msg, 0, what, fdp)) {
+            return NULL;
+        }
     }
     return vq;
 }
@@ -569,8 +705,12 @@ static int
 vhost_user_send_rarp(struct vhost_dev *dev, struct vhost_user_msg *msg,
                      struct vhost_user_reply *reply)
 {
-    /* The MAC is the first 6 bytes of the payload. */
+    /* The MAC is the first 6 bytes of the payload.  A dequeue burst may
+     * be copying the last one into its RARP: it reads 'rarp_mac' under
+     * its queue's access lock (ThreadSanitizer saw a torn MAC). */
+    vhost_dev_lock_queues(dev);
     memcpy(dev->rarp_mac, msg->payload.bytes, sizeof dev->rarp_mac);
+    vhost_dev_unlock_queues(dev);
     dev->has_rarp = true;
     /* The next dequeue on queue pair 0 injects one RARP for it, so that
      * switches learn where the guest went after migration. */

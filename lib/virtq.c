@@ -26,7 +26,7 @@ virtq_init(struct virtq *vq, unsigned int index)
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
     vq->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
     vq->hdr_cmp = true;
-    virtq_configure(vq, 0);
+    virtq_configure(vq, 0, NULL);
 }
 
 /* Makes 'vq''s packed-ring id table hold at least 'vq->size' entries, all
@@ -48,11 +48,17 @@ virtq_size_ids__(struct virtq *vq)
     vq->id_cur = 0;
 }
 
-/* Chooses 'vq''s burst functions and header layout for 'features'.  The
- * caller holds the access lock (or 'vq' is not visible to the data path
- * yet). */
+/* Chooses 'vq''s burst functions and header layout for 'features'.  If
+ * the ring layout changes (VIRTIO_F_RING_PACKED), the ring is translated
+ * again through 'mem' for the new layout, in the same critical section:
+ * the parts of a split ring are bigger than a packed ring's event areas,
+ * and addresses checked for one layout say nothing of the other.  A ring
+ * that no longer translates cannot run until SET_VRING_ADDR or
+ * SET_MEM_TABLE make it fit.  The caller holds the access lock (or 'vq' is
+ * not visible to the data path yet). */
 void
-virtq_configure(struct virtq *vq, uint64_t features)
+virtq_configure(struct virtq *vq, uint64_t features,
+                const struct guest_mem *mem)
 {
     bool mrg = features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF);
     bool v1 = features & FEATURE_BIT(VIRTIO_F_VERSION_1);
@@ -66,6 +72,12 @@ virtq_configure(struct virtq *vq, uint64_t features)
         virtq_set_base(vq, vq->base);
         if (packed && !vq->base) {
             vq->avail_wrap_counter = vq->used_wrap_counter = true;
+        }
+        if (!virtq_map(vq, mem) && mem && vq->has_addr && vq->size) {
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u does not "
+                         "fit guest memory in the %s layout: stopped until "
+                         "SET_VRING_ADDR or SET_MEM_TABLE make it fit",
+                         vq->name, vq->index, packed ? "packed" : "split");
         }
     }
     vq->indirect = features & FEATURE_BIT(VIRTIO_RING_F_INDIRECT_DESC);
@@ -90,6 +102,19 @@ virtq_configure(struct virtq *vq, uint64_t features)
         virtq_split_select(vq, mrg, event_idx, vq->in_order, host_ol);
     }
     virtq_size_ids__(vq);
+    vq->ready = vq->ready && virtq_can_run(vq);
+}
+
+/* Sets 'vq''s ring size to 'size' (SET_VRING_NUM, checked by the caller)
+ * and translates the ring through 'mem' for it, sizing the packed id
+ * table too, in one critical section: a burst never sees a size that its
+ * mapping and id table were not made for.  The queue stops if its ring no
+ * longer translates.  The caller holds the access lock. */
+void
+virtq_set_size(struct virtq *vq, uint16_t size, const struct guest_mem *mem)
+{
+    vq->size = size;
+    virtq_map(vq, mem);
     vq->ready = vq->ready && virtq_can_run(vq);
 }
 

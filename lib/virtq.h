@@ -149,8 +149,21 @@ void virtq_unmap(struct virtq *);
 bool virtq_can_run(const struct virtq *);
 void virtq_set_base(struct virtq *, uint32_t base);
 bool virtq_packed_base_ok(uint32_t base, uint16_t size);
-void virtq_configure(struct virtq *, uint64_t features);
+void virtq_configure(struct virtq *, uint64_t features,
+                     const struct guest_mem *);
+void virtq_set_size(struct virtq *, uint16_t size, const struct guest_mem *);
 uint32_t virtq_get_base(const struct virtq *);
+
+/* True if 'vq' is started (vhost-user.rst, "Ring states"): from
+ * SET_VRING_KICK, with or without an fd, until GET_VRING_BASE stops it or
+ * the device is reset.  Enabled or not, a started ring is the data path's
+ * to walk, so its size, position and layout stay as they are
+ * (vhost-user.c, "Messages for stopped rings"). */
+static inline bool
+virtq_started(const struct virtq *vq)
+{
+    return vq->has_kick;
+}
 
 /* Gives 'p' a buffer for 'len' bytes, keeping the one it has if that is
  * big enough.  Returns false if the embedder has none. */

@@ -14,6 +14,7 @@ TESTSUITE_AT = \
 	tests/packed.at \
 	tests/fuzz.at \
 	tests/adversarial.at \
+	tests/concurrency.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
@@ -49,7 +50,11 @@ DISTCLEANFILES += tests/atconfig tests/atlocal
 # test modules (guest-mem, the message reader) below the public API.
 check_PROGRAMS += tests/test-engine
 tests_test_engine_SOURCES = \
+	tests/test-adv-sigbus.c \
 	tests/test-adversarial.c \
+	tests/test-adv-ctrl.c \
+	tests/test-adv-stall.c \
+	tests/test-concurrency.c \
 	tests/test-datapath.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \

@@ -10,7 +10,10 @@
 #      run here only, to keep CI's time (they take minutes under TCG):
 #      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes);
 #   3. builds again with clang, AddressSanitizer and UndefinedBehaviorSanitizer,
-#      and runs `make check` there too;
+#      and runs `make check` there too; then a clang ThreadSanitizer build
+#      of the engine alone (no OVS provider) runs the concurrency tests
+#      (`-k concurrency`: control messages against bursts on two threads),
+#      counted like the others;
 #   4. in that build, runs every libFuzzer target for FUZZ_TIME seconds
 #      (`make fuzz`, default 25 s each) and the soak test for SOAK_TIME
 #      seconds (`make soak`, default 45 s).  Each fuzz target and the soak
@@ -41,6 +44,7 @@ ovs=$("$srcdir/utilities/ovs-vhost-build-ovs.sh")
 total_pass=0 total_fail=0 total_skip=0 status=0
 run_build () {
   name=$1; shift
+  flags=${BUILD_TESTSUITEFLAGS-$TESTSUITEFLAGS}
   dir=$srcdir/_build/$name
   mkdir -p "$dir"
   echo "=== $name: configure $*"
@@ -49,7 +53,7 @@ run_build () {
   make -s -C "$dir" -j"$jobs"
   echo "=== $name: make check"
   log=$dir/check.log
-  if make -C "$dir" check TESTSUITEFLAGS="$TESTSUITEFLAGS" >"$log" 2>&1; then
+  if make -C "$dir" check TESTSUITEFLAGS="$flags" >"$log" 2>&1; then
     :
   else
     status=1
@@ -72,6 +76,11 @@ export OVS_VHOST_SKIP_QEMU
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 run_build asan --enable-Werror CC=clang --with-ovs-source="$ovs" \
   CFLAGS="-g -O1 $san" LDFLAGS="$san"
+# ThreadSanitizer: the concurrency tests only, in about a minute of build.
+BUILD_TESTSUITEFLAGS="-k concurrency"
+run_build tsan --enable-Werror \
+  CC=clang CFLAGS="-g -O1 -fsanitize=thread" LDFLAGS="-fsanitize=thread"
+unset BUILD_TESTSUITEFLAGS
 
 # Short fuzzing and soak, in the sanitizer build: a finding, a sanitizer
 # report, fd growth or RSS growth past its bound fails them.

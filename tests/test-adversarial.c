@@ -468,7 +468,12 @@ test_repeat_msgs(void)
         TU_CHECK_OK(tfe_set_mem_table(a.fe));
         TU_CHECK_OK(tfe_log_create(a.fe, 4096));
         TU_CHECK_OK(tfe_set_log_base(a.fe, 4096, 0, a.fe->log_fd, true));
-        TU_CHECK_OK(tfe_set_vring_num(a.fe, 0, ADV_QUEUE_SIZE));
+        /* Vring 2 stopped first: SET_VRING_NUM is for stopped rings
+         * (vhost-user.c); the SET_VRING_KICK below starts it again. */
+        uint32_t base;
+        TU_CHECK_OK(tfe_get_vring_base(a.fe, 2, &base));
+        TU_CHECK_OK(tfe_set_vring_num(a.fe, 2, ADV_QUEUE_SIZE));
+        TU_CHECK_OK(tfe_set_vring_base(a.fe, 2, base));
         for (uint32_t req = VHOST_USER_SET_VRING_KICK;
              req <= VHOST_USER_SET_VRING_ERR; req++) {
             int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -3122,23 +3122,41 @@ extern const struct tu_test tu_packed_tests[];
 extern const size_t tu_n_packed_tests;
 extern const struct tu_test tu_adversarial_tests[];
 extern const size_t tu_n_adversarial_tests;
+extern const struct tu_test tu_adv_ctrl_tests[];
+extern const size_t tu_n_adv_ctrl_tests;
+extern const struct tu_test tu_adv_stall_tests[];
+extern const size_t tu_n_adv_stall_tests;
+extern const struct tu_test tu_sigbus_tests[];
+extern const size_t tu_n_sigbus_tests;
+extern const struct tu_test tu_concurrency_tests[];
+extern const size_t tu_n_concurrency_tests;
 
-#define N_TEST_TABLES 6
+/* Room for every table below; unused entries stay empty. */
+#define N_TEST_TABLES 16
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
 {
-    tables[0] = (struct test_table) { tu_guest_mem_tests,
-                                      tu_n_guest_mem_tests };
-    tables[1] = (struct test_table) { tu_vhost_user_tests,
-                                      tu_n_vhost_user_tests };
-    tables[2] = (struct test_table) { engine_tests,
-                                      ARRAY_SIZE(engine_tests) };
-    tables[3] = (struct test_table) { tu_datapath_tests,
-                                      tu_n_datapath_tests };
-    tables[4] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
-    tables[5] = (struct test_table) { tu_adversarial_tests,
-                                      tu_n_adversarial_tests };
+    size_t n = 0;
+
+    memset(tables, 0, N_TEST_TABLES * sizeof *tables);
+    tables[n++] = (struct test_table) { tu_guest_mem_tests,
+                                        tu_n_guest_mem_tests };
+    tables[n++] = (struct test_table) { tu_vhost_user_tests,
+                                        tu_n_vhost_user_tests };
+    tables[n++] = (struct test_table) { engine_tests,
+                                        ARRAY_SIZE(engine_tests) };
+    tables[n++] = (struct test_table) { tu_datapath_tests,
+                                        tu_n_datapath_tests };
+    tables[n++] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
+    tables[n++] = (struct test_table) { tu_adversarial_tests,
+                                        tu_n_adversarial_tests };
+    tables[n++] = (struct test_table) { tu_adv_ctrl_tests,
+                                        tu_n_adv_ctrl_tests };
+    tables[n++] = (struct test_table) { tu_adv_stall_tests,
+                                        tu_n_adv_stall_tests };
+    tables[n++] = (struct test_table) { tu_sigbus_tests, tu_n_sigbus_tests };
+    tables[n++] = (struct test_table) { tu_concurrency_tests, tu_n_concurrency_tests };
 }
 
 static const struct tu_test *

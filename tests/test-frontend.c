@@ -109,7 +109,8 @@ tfe_mem_add(struct tfe_mem *mem, uint64_t gpa, uint64_t size,
     if (mem->n_regions >= TFE_MAX_REGIONS || !size || total < size) {
         return -EINVAL;
     }
-    fd = memfd_create(TFE_MEM_NAME, MFD_CLOEXEC);
+    /* Sealing allowed, not done: a test may seal (tests/test-adv-sigbus.c). */
+    fd = memfd_create(TFE_MEM_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         return -errno;
     }
@@ -958,7 +959,7 @@ tfe_set_mem_table_raw(struct tfe *fe,
 int
 tfe_log_create(struct tfe *fe, uint64_t size)
 {
-    int fd = memfd_create(TFE_LOG_NAME, MFD_CLOEXEC);
+    int fd = memfd_create(TFE_LOG_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
     if (fd < 0) {
         return -errno;

@@ -167,7 +167,9 @@ struct vhost_port_options {
     /* A frontend that starts a message and does not finish it, or does
      * not read a reply, within this many milliseconds is disconnected
      * (0: VHOST_PORT_MSG_TIMEOUT_MS).  Its connection alone waits
-     * meanwhile; nothing else does. */
+     * meanwhile; nothing else does.  On a server port, a frontend that
+     * connects meanwhile takes its place after 250 ms unless its device
+     * is ready (lib/vhost-port.c, "Takeover"). */
     unsigned int msg_timeout_ms;
 
     const struct vhost_port_callbacks *cb;
@@ -211,6 +213,20 @@ struct vhost_port_counters {
     uint64_t mem_table_updates; /* Memory tables installed. */
     uint64_t msg_timeouts;      /* Disconnects: a message left half-written
                                  * or a reply unread (msg_timeout_ms). */
+    uint64_t msgs_ring_started; /* Rejected: SET_VRING_NUM or _BASE for a
+                                 * started vring, or a ring layout change
+                                 * while one is started. */
+    uint64_t fds_not_eventfd;   /* Rejected: a kick, call, err or log call
+                                 * fd that is not an eventfd. */
+    uint64_t frontends_displaced; /* Server mode: a connection with no
+                                 * SET_OWNER, or stalled mid-message, for
+                                 * 250 ms, dropped for a newcomer. */
+    uint64_t guarded_fds;       /* Memory and log fds that can shrink (no
+                                 * F_SEAL_SHRINK), mapped with a SIGBUS
+                                 * guard. */
+    uint64_t guarded_faults;    /* Accesses to those that faulted: the
+                                 * frontend shrank the fd.  Each got a zero
+                                 * page; the frontend is disconnected. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */

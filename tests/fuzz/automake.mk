@@ -1,6 +1,6 @@
 # Fuzzing: libFuzzer targets for the message stream, both ring layouts,
-# the virtio-net header parser, and split against packed (tests/fuzz/*.c,
-# README "Security").
+# the virtio-net header parser, split against packed, and message
+# sequences against a live data path (tests/fuzz/*.c, README "Security").
 #
 # Two builds of each target:
 #
@@ -20,7 +20,7 @@
 #     make fuzz-seeds        rewrites tests/fuzz/corpus/*/seed-* from the
 #                            seeds each target's fuzz_target_seeds() makes
 
-FUZZ_ALL_TARGETS = vhost-user split packed net-hdr diff
+FUZZ_ALL_TARGETS = vhost-user split packed net-hdr diff live
 FUZZ_TARGETS = $(FUZZ_ALL_TARGETS)
 FUZZ_TIME = 60
 FUZZ_CC = clang
@@ -42,7 +42,8 @@ check_PROGRAMS += \
 	tests/fuzz/fuzz-split-replay \
 	tests/fuzz/fuzz-packed-replay \
 	tests/fuzz/fuzz-net-hdr-replay \
-	tests/fuzz/fuzz-diff-replay
+	tests/fuzz/fuzz-diff-replay \
+	tests/fuzz/fuzz-live-replay
 tests_fuzz_fuzz_vhost_user_replay_SOURCES = tests/fuzz/fuzz-vhost-user.c \
 	tests/fuzz/fuzz-main.c $(FUZZ_HARNESS)
 tests_fuzz_fuzz_vhost_user_replay_LDADD = lib/libovs-vhost-core.la
@@ -58,6 +59,16 @@ tests_fuzz_fuzz_net_hdr_replay_LDADD = lib/libovs-vhost-core.la
 tests_fuzz_fuzz_diff_replay_SOURCES = tests/fuzz/fuzz-diff.c \
 	tests/fuzz/fuzz-main.c $(FUZZ_HARNESS)
 tests_fuzz_fuzz_diff_replay_LDADD = lib/libovs-vhost-core.la
+# fuzz-live places the engine's mappings between guard pages, and lets the
+# bursts run where a handler calls into the device: its own mmap(),
+# munmap() and yield points stand in for the real ones, in this program
+# only (tests/fuzz/fuzz-live.c).
+FUZZ_LIVE_WRAP = -Wl,--wrap=mmap -Wl,--wrap=munmap \
+	-Wl,--wrap=vhost_dev_remap_queue -Wl,--wrap=vhost_dev_update_ready
+tests_fuzz_fuzz_live_replay_SOURCES = tests/fuzz/fuzz-live.c \
+	tests/fuzz/fuzz-main.c tests/fuzz/fuzz-input.h
+tests_fuzz_fuzz_live_replay_LDADD = lib/libovs-vhost-core.la -lpthread
+tests_fuzz_fuzz_live_replay_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LIVE_WRAP)
 
 EXTRA_DIST += \
 	tests/fuzz/run-fuzz.sh \
@@ -81,6 +92,12 @@ tests/fuzz/bin/fuzz-%: tests/fuzz/obj/tests/fuzz/fuzz-%.o \
 	@mkdir -p $(@D)
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ \
 	  -lpthread
+
+tests/fuzz/bin/fuzz-live: tests/fuzz/obj/tests/fuzz/fuzz-live.o \
+		$(FUZZ_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_LIVE_WRAP) \
+	  -o $@ $^ -lpthread
 
 # Keep the objects: they are intermediate files of the pattern rules.
 .PRECIOUS: tests/fuzz/obj/%.o tests/fuzz/bin/fuzz-%
