@@ -880,7 +880,13 @@ netdev_vhost_reconfigure(struct netdev *netdev)
     int error = netdev_vhost_setup_port(dev);
 
     ovs_mutex_lock(&dev->mutex);
-    netdev->n_txq = MIN(MAX(dev->requested_n_txq, 1), NETDEV_VHOST_MAX_TXQ);
+    /* As many txqs as OVS's threads want, and at least one per guest queue
+     * pair, as OVS-DPDK's vhost ports have: with tx-steering=hash, OVS
+     * spreads flows over all of a port's txqs, so that a 4-queue guest
+     * behind 1 PMD thread gets traffic on all 4 of its RX queues, not on
+     * 2.  (More txqs than threads is OVS's static mode: one txq each.) */
+    netdev->n_txq = MIN(MAX(MAX(dev->requested_n_txq, dev->guest_n_qp), 1),
+                        NETDEV_VHOST_MAX_TXQ);
     netdev->n_rxq = MAX(dev->requested_n_rxq, 1);
     atomic_store_relaxed(&dev->max_frame, dev->requested_mtu + ETH_HEADER_LEN
                                           + VLAN_HEADER_LEN);

@@ -18,6 +18,7 @@ TESTSUITE_AT = \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
+	tests/qemu.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk
@@ -36,7 +37,13 @@ EXTRA_DIST += \
 	tests/testpmd-lib.sh \
 	tests/ovs-lib.sh \
 	tests/check-all.sh \
-	tests/package-test.sh
+	tests/package-test.sh \
+	tests/qemu-guest.sh \
+	tests/qemu-guest-init.sh \
+	tests/qemu-guest-tool.c \
+	tests/qemu-guest.py \
+	tests/qemu-lib.sh \
+	tests/README-qemu.md
 DISTCLEANFILES += tests/atconfig tests/atlocal
 
 # The test drivers link the engine's internal objects directly, so they can

@@ -6,7 +6,9 @@
 #      (utilities/ovs-vhost-build-ovs.sh caches it in /var/cache/ovs-vhost);
 #   2. builds with gcc, warnings as errors, against that OVS (so the OVS
 #      provider and ovs-vswitchd-vhost are built and tested), and runs
-#      `make check`;
+#      `make check`.  The QEMU guest tests (tests/qemu.at, keyword qemu)
+#      run here only, to keep CI's time (they take minutes under TCG):
+#      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes);
 #   3. builds again with clang, AddressSanitizer and UndefinedBehaviorSanitizer,
 #      and runs `make check` there too; then a clang ThreadSanitizer build
 #      of the engine alone (no OVS provider) runs the concurrency tests
@@ -69,6 +71,8 @@ run_build () {
 
 TESTSUITEFLAGS="$*"
 run_build gcc --enable-Werror CC=gcc --with-ovs-source="$ovs"
+OVS_VHOST_SKIP_QEMU=yes
+export OVS_VHOST_SKIP_QEMU
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 run_build asan --enable-Werror CC=clang --with-ovs-source="$ovs" \
   CFLAGS="-g -O1 $san" LDFLAGS="$san"

@@ -9,12 +9,15 @@ set -e
 # iputils-ping for the OVS tests' pings between namespaces; dpkg-dev,
 # debhelper, lintian, man-db and groff-base for the package test
 # (tests/package-test.sh, which installs openvswitch-switch itself if it is
-# missing) and the man pages' check.
+# missing) and the man pages' check; qemu-system-x86, busybox-static, kmod,
+# xz-utils and libc6-dev (a static libc) for the QEMU guest tests
+# (tests/qemu-guest.sh builds the guest's initramfs).
 pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
       libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3
       openvswitch-source libssl-dev libcap-ng-dev iputils-ping
       libunbound-dev libxdp-dev libbpf-dev libnuma-dev
-      dpkg-dev debhelper lintian man-db groff-base"
+      dpkg-dev debhelper lintian man-db groff-base
+      qemu-system-x86 busybox-static kmod xz-utils libc6-dev"
 
 missing=
 for p in $pkgs; do
