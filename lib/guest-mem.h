@@ -152,6 +152,17 @@ guest_mem_uva_to_hva(const struct guest_mem *mem, uint64_t uva,
     return r->hva + off;
 }
 
+/* Returns the guest physical address of frontend virtual address 'uva',
+ * which the caller has found mapped (guest_mem_uva_to_hva() did not
+ * return NULL). */
+static inline uint64_t
+guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva)
+{
+    const struct guest_mem_region *r = guest_mem_find_uva(mem, uva);
+
+    return r ? r->gpa + (uva - r->uva) : 0;
+}
+
 /* Returns the host address of the 'len' bytes at 'uva' if they all lie in
  * one region, otherwise NULL.  For ring parts, which must be contiguous. */
 static inline void *

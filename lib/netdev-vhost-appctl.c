@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "netdev-provider.h"
+#include "ovs-vhost/vhost.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/shash.h"
 #include "openvswitch/vlog.h"
@@ -69,9 +70,16 @@ netdev_vhost_appctl_show(struct unixctl_conn *conn, int argc,
     struct ds ds = DS_EMPTY_INITIALIZER;
     const char *name = argc > 1 ? argv[1] : NULL;
 
+    uint64_t pages, violations;
+
     if (!netdev_vhost_appctl_for_each(name, netdev_vhost_show, &ds)) {
         unixctl_command_reply_error(conn, "no such vhost-user port");
     } else {
+        if (vhost_dirty_log_audit_get(&pages, &violations)) {
+            ds_put_format(&ds, "dirty-log audit: %"PRIu64" pages written "
+                          "while logging, %"PRIu64" not marked\n", pages,
+                          violations);
+        }
         unixctl_command_reply(conn, ds_cstr(&ds));
     }
     ds_destroy(&ds);

@@ -55,12 +55,21 @@ vhost_datapath_ctx__(struct vhost_dev *dev, const struct virtq *vq,
         log->dirtied = false;
         log->out_of_range = 0;
         ctx->log = log;
+#ifdef VHOST_DIRTY_LOG_AUDIT
+        vhost_dirty_log_audit_begin(dev->mem);
+#endif
     }
 }
 
 static void OVS_COLD
-vhost_datapath_log_done__(struct vhost_dev *dev, struct vhost_dirty_log *log)
+vhost_datapath_log_done__(struct vhost_dev *dev, const struct virtq *vq,
+                          struct vhost_dirty_log *log)
 {
+#ifdef VHOST_DIRTY_LOG_AUDIT
+    vhost_dirty_log_audit_end(vq->name, vq->index);
+#else
+    (void) vq;
+#endif
     if (log->dirtied && dev->log_call_fd >= 0) {
         uint64_t one = 1;
         if (write(dev->log_call_fd, &one, sizeof one) < 0) {
@@ -96,7 +105,7 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     vhost_datapath_ctx__(dev, vq, &ctx, &log);
     done += vq->dequeue(vq, &ctx, pkts + done, n - done, alloc);
     if (OVS_UNLIKELY(ctx.log)) {
-        vhost_datapath_log_done__(vhost_port_dev(port), &log);
+        vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
     }
     virtq_unlock(vq);
     return done;
@@ -117,7 +126,7 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
     vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
     unsigned int done = vq->enqueue(vq, &ctx, pkts, n);
     if (OVS_UNLIKELY(ctx.log)) {
-        vhost_datapath_log_done__(vhost_port_dev(port), &log);
+        vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
     }
     virtq_unlock(vq);
     return done;

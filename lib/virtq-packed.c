@@ -324,9 +324,11 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
                      vq->used_wrap_counter
                      ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
                      : 0, __ATOMIC_RELEASE);
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
+                                sizeof *ring);
     if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
         vhost_dirty_log_write(ctx->log,
-                              vq->log_gpa + (uint64_t) idx * sizeof *ring,
+                              vq->desc_gpa + (uint64_t) idx * sizeof *ring,
                               sizeof *ring);
     }
     /* 'count' is at most VIRTQ_PACKED_SHADOW_SIZE chains of at most the
@@ -374,9 +376,11 @@ virtq_packed_write_used__(struct virtq *vq, struct virtq_ctx *ctx,
         } else {
             __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELAXED);
         }
+        VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
+                                sizeof *ring);
         if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
             vhost_dirty_log_write(ctx->log,
-                                  vq->log_gpa + (uint64_t) idx * sizeof *ring,
+                                  vq->desc_gpa + (uint64_t) idx * sizeof *ring,
                                   sizeof *ring);
         }
         virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
@@ -410,8 +414,8 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
  * 'old_wrap', if its event suppression area asks for it (§2.8.10), and
  * asks it once per queue start not to kick us: the queue is polled. */
 static inline void
-virtq_packed_notify__(struct virtq *vq, uint16_t old_idx, bool old_wrap,
-                      bool event_idx)
+virtq_packed_notify__(struct virtq *vq, const struct virtq_ctx *ctx,
+                      uint16_t old_idx, bool old_wrap, bool event_idx)
 {
     struct vring_packed_event *driver = vq->avail;
     struct vring_packed_event *device = vq->used;
@@ -420,6 +424,13 @@ virtq_packed_notify__(struct virtq *vq, uint16_t old_idx, bool old_wrap,
         vq->avail_event_set = true;
         __atomic_store_n(&device->flags, VRING_PACKED_EVENT_FLAG_DISABLE,
                          __ATOMIC_RELAXED);
+        VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &device->flags,
+                                    sizeof device->flags);
+        if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+            /* At the event area's own address, as the descriptors. */
+            vhost_dirty_log_write(ctx->log, vq->used_gpa,
+                                  sizeof device->flags);
+        }
     }
     if (old_idx == vq->last_used_idx && old_wrap == vq->used_wrap_counter) {
         return;
@@ -755,7 +766,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     } else {
         virtq_packed_flush_used__(vq, ctx, &sh);
     }
-    virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    virtq_packed_notify__(vq, ctx, old_idx, old_wrap, event_idx);
     if (out) {
         virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false, 0);
     }
@@ -971,6 +982,7 @@ virtq_packed_enqueue_batch__(struct virtq *vq, struct virtq_ctx *ctx,
         const struct vhost_pkt *p = &pkts[i];
 
         virtq_copy(hva[i] + hdr_len, p->data, p->len);
+        VHOST_DIRTY_LOG_AUDIT_WRITE(ctx->log, hva[i], hdr_len + p->len);
         if (OVS_UNLIKELY(ctx->log)) {
             vhost_dirty_log_write(ctx->log, d[i].addr, hdr_len + p->len);
         }
@@ -1070,7 +1082,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_budget_end(&vq->stats, budget, left);
     virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_packed_flush_used__(vq, ctx, &sh);
-    virtq_packed_notify__(vq, old_idx, old_wrap, event_idx);
+    virtq_packed_notify__(vq, ctx, old_idx, old_wrap, event_idx);
     if (done) {
         virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 0);
     }

@@ -314,6 +314,7 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
 
         stored = virtq_hdr_store(dst, &p->ol, n_chains, hdr_len, cmp);
         virtq_copy(dst + hdr_len, p->data, p->len);
+        VHOST_DIRTY_LOG_AUDIT_WRITE(log, dst, hdr_len + p->len);
         if (OVS_UNLIKELY(log)) {
             vhost_dirty_log_write(log, segs->segs[0].gpa, hdr_len + p->len);
         }
@@ -324,12 +325,20 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
     if (OVS_LIKELY(segs->segs[0].len >= hdr_len)) {
         stored = virtq_hdr_store(segs->segs[0].hva, &p->ol, n_chains,
                                  hdr_len, cmp);
+        VHOST_DIRTY_LOG_AUDIT_WRITE(log, segs->segs[0].hva, hdr_len);
         off = hdr_len;
     } else {
         struct virtio_net_hdr hdr;
 
         virtio_net_hdr_build(&hdr, &p->ol, n_chains);
         vhost_cold_scatter(segs, &seg, &off, &hdr, hdr_len);
+#ifdef VHOST_DIRTY_LOG_AUDIT
+        for (unsigned int i = 0, hl = hdr_len; i < segs->n && hl; i++) {
+            uint32_t n_bytes = MIN(hl, segs->segs[i].len);
+            VHOST_DIRTY_LOG_AUDIT_WRITE(log, segs->segs[i].hva, n_bytes);
+            hl -= n_bytes;
+        }
+#endif
     }
 
     const uint8_t *src = p->data;
@@ -348,6 +357,7 @@ virtq_segs_fill(const struct virtq_segs *segs, struct virtq_chain *chains,
             uint32_t n_bytes = MIN(left, s->len - off);
 
             virtq_copy(s->hva + off, src, n_bytes);
+            VHOST_DIRTY_LOG_AUDIT_WRITE(log, s->hva + off, n_bytes);
             if (OVS_UNLIKELY(log)) {
                 vhost_dirty_log_write(log, s->gpa + off, n_bytes);
             }

@@ -248,6 +248,9 @@ virtq_split_flush_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     /* The entry before the index: pairs with the guest's read barrier
      * between reading used->idx and reading the entries. */
     __atomic_store_n(&used->idx, vq->last_used_idx, __ATOMIC_RELEASE);
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx),
+                                &used->ring[slot], 8);
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &used->idx, 2);
 
     if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
         vhost_dirty_log_write(ctx->log, vq->log_gpa + 4 + 8 * slot, 8);
@@ -277,6 +280,14 @@ virtq_split_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
     /* Entries before the index: pairs with the guest's read barrier
      * between reading used->idx and reading the entries. */
     __atomic_store_n(&used->idx, vq->last_used_idx, __ATOMIC_RELEASE);
+#ifdef VHOST_DIRTY_LOG_AUDIT
+    for (unsigned int i = 0; i < sh->n; i++) {
+        VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx),
+                                    &used->ring[(uint16_t) (idx + i) & mask],
+                                    8);
+    }
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &used->idx, 2);
+#endif
 
     if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
         uint64_t base = vq->log_gpa;
@@ -318,6 +329,8 @@ virtq_split_notify__(struct virtq *vq, const struct virtq_ctx *ctx,
             __atomic_store_n(avail_event,
                              (uint16_t) (vq->last_avail_idx + 0x8000),
                              __ATOMIC_RELAXED);
+            VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx),
+                                        avail_event, 2);
             if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
                 vhost_dirty_log_write(ctx->log, vq->log_gpa + 4
                                       + 8 * (uint64_t) vq->size, 2);
@@ -328,6 +341,8 @@ virtq_split_notify__(struct virtq *vq, const struct virtq_ctx *ctx,
         vq->avail_event_set = true;
         __atomic_store_n(&used->flags, VRING_USED_F_NO_NOTIFY,
                          __ATOMIC_RELAXED);
+        VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx),
+                                    &used->flags, 2);
         if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
             vhost_dirty_log_write(ctx->log, vq->log_gpa, 2);
         }

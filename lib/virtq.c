@@ -183,6 +183,14 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
     vq->desc = desc;
     vq->avail = avail;
     vq->used = used;
+    /* A packed ring's dirty log cannot use log_guest_addr: QEMU sends its
+     * "used" address there, which for a packed ring is the device event
+     * area, not the descriptor ring the device writes used descriptors
+     * into.  Both parts are logged at their own guest addresses, found
+     * through the region that maps them (vhost-user.rst: the ring
+     * addresses are frontend virtual addresses). */
+    vq->desc_gpa = guest_mem_uva_to_gpa(mem, vq->desc_uva);
+    vq->used_gpa = guest_mem_uva_to_gpa(mem, vq->used_uva);
 
     if (!vq->packed) {
         /* A frontend that kept its rings while we restarted (DPDK

@@ -57,6 +57,11 @@ struct virtq_ctx {
     struct vhost_dirty_log *log;    /* NULL unless logging. */
 };
 
+/* The log for writes to the rings' device areas, NULL if they are not
+ * logged: vhost-user.rst, "Migration": used ring writes are logged only
+ * with VHOST_VRING_F_LOG in the vring's address flags. */
+#define virtq_log_used(VQ, CTX) ((VQ)->log_used ? (CTX)->log : NULL)
+
 typedef unsigned int virtq_dequeue_fn(struct virtq *, struct virtq_ctx *,
                                       struct vhost_pkt *, unsigned int n,
                                       const struct vhost_pkt_alloc *);
@@ -81,8 +86,11 @@ struct virtq {
     uint64_t desc_uva;          /* Frontend virtual addresses of the ring. */
     uint64_t avail_uva;
     uint64_t used_uva;
-    uint64_t log_gpa;           /* Guest physical address of the used ring,
-                                 * for dirty logging. */
+    uint64_t log_gpa;           /* SET_VRING_ADDR's log_guest_addr: for
+                                 * a split ring, the used ring's guest
+                                 * physical address (what QEMU sends);
+                                 * for a packed ring, QEMU's "used", the
+                                 * device event area.  Split only. */
     uint32_t base;              /* SET_VRING_BASE as received. */
     int kick_fd;                /* -1: none, the ring is polled. */
     int call_fd;                /* -1: none, the guest polls. */
@@ -92,6 +100,9 @@ struct virtq {
     void *desc;                 /* Host addresses, NULL until mapped. */
     void *avail;
     void *used;
+    uint64_t desc_gpa;          /* Guest physical addresses of 'desc' and */
+    uint64_t used_gpa;          /* 'used', from the memory table: where a
+                                 * packed ring's writes are logged. */
 
     /* Data path, under the lock.  Split: 'last_avail_idx' is the next
      * avail ring entry to process and 'last_used_idx' the next used ring

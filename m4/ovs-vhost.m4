@@ -21,6 +21,19 @@ AC_DEFUN([OVS_VHOST_ENABLE_WERROR], [
   AS_IF([test "$enable_Werror" = yes], [WERROR_CFLAGS=-Werror], [WERROR_CFLAGS=])
   AC_SUBST([WERROR_CFLAGS])])
 
+dnl OVS_VHOST_ENABLE_DIRTY_LOG_AUDIT: --enable-dirty-log-audit, for test
+dnl builds: the data path records every guest page it writes while
+dnl logging and reports any it did not mark (lib/vhost-dirty-log.h).
+AC_DEFUN([OVS_VHOST_ENABLE_DIRTY_LOG_AUDIT], [
+  AC_ARG_ENABLE([dirty-log-audit],
+    [AS_HELP_STRING([--enable-dirty-log-audit],
+                    [check that every guest page written while logging is marked (test builds; slows logging)])],
+    [], [enable_dirty_log_audit=no])
+  AS_IF([test "$enable_dirty_log_audit" = yes],
+        [AC_DEFINE([VHOST_DIRTY_LOG_AUDIT], [1],
+                   [Define to audit the dirty log (test builds only).])])
+  AC_SUBST([DIRTY_LOG_AUDIT], [$enable_dirty_log_audit])])
+
 dnl OVS_VHOST_ENABLE_FLAGS: warning flags used for every file we build.
 AC_DEFUN([OVS_VHOST_ENABLE_FLAGS], [
   WARNING_CFLAGS="-Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes -Wformat=2"

@@ -15,6 +15,7 @@ TESTSUITE_AT = \
 	tests/fuzz.at \
 	tests/adversarial.at \
 	tests/concurrency.at \
+	tests/dirty-log.at \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
@@ -57,6 +58,7 @@ tests_test_engine_SOURCES = \
 	tests/test-adv-stall.c \
 	tests/test-concurrency.c \
 	tests/test-datapath.c \
+	tests/test-dirty-log.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \
 	tests/test-frontend.h \

@@ -38,6 +38,7 @@
 #include "ovs-vhost/vhost.h"
 #include "test-frontend.h"
 #include "test-util.h"
+#include "vhost-dirty-log.h"
 #include "vhost-user-msg.h"
 #include "virtio.h"
 
@@ -3132,6 +3133,8 @@ extern const struct tu_test tu_concurrency_tests[];
 extern const size_t tu_n_concurrency_tests;
 extern const struct tu_test tu_adv_budget_tests[];
 extern const size_t tu_n_adv_budget_tests;
+extern const struct tu_test tu_dirty_log_tests[];
+extern const size_t tu_n_dirty_log_tests;
 
 /* Room for every table below; unused entries stay empty. */
 #define N_TEST_TABLES 16
@@ -3160,6 +3163,8 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
     tables[n++] = (struct test_table) { tu_sigbus_tests, tu_n_sigbus_tests };
     tables[n++] = (struct test_table) { tu_concurrency_tests, tu_n_concurrency_tests };
     tables[n++] = (struct test_table) { tu_adv_budget_tests, tu_n_adv_budget_tests };
+    tables[n++] = (struct test_table) { tu_dirty_log_tests,
+                                        tu_n_dirty_log_tests };
 }
 
 static const struct tu_test *
@@ -3283,6 +3288,17 @@ main(int argc, char *argv[])
     alarm(120);
     tu_log("%s: %s", test->name, test->doc);
     test->run();
+#ifdef VHOST_DIRTY_LOG_AUDIT
+    /* Every test of an audit build is audited: any page a logged burst
+     * wrote without marking it fails the test (lib/vhost-dirty-log.h). */
+    uint64_t bad = vhost_dirty_log_audit_violations();
+    tu_log("dirty-log audit: %"PRIu64" pages written while logging, "
+           "%"PRIu64" not marked", vhost_dirty_log_audit_pages(), bad);
+    if (bad) {
+        tu_log("%s: FAILED: the dirty log missed pages", test->name);
+        return 1;
+    }
+#endif
     tu_log("%s: passed", test->name);
     return 0;
 }

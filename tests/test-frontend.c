@@ -1052,11 +1052,11 @@ tfe_set_vring_addr(struct tfe *fe, uint32_t index)
     addr.avail_user_addr = tfe_va_to_uva(vr->avail);
     addr.used_user_addr = tfe_va_to_uva(vr->used);
     if (vr->log_used) {
-        bool packed = fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
-
+        /* As QEMU sends it: its "used" address, which for a packed ring
+         * is the device event area, not the descriptor ring the device
+         * writes back into. */
         addr.flags = 1u << VHOST_VRING_F_LOG;
-        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, packed ? vr->desc
-                                                                : vr->used);
+        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used);
     }
     return tfe_set_vring_addr_raw(fe, &addr);
 }

@@ -416,6 +416,12 @@ int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,
  * by spaces) into 'buf' of 'size' bytes.  Returns 'buf'. */
 char *vhost_features_to_string(uint64_t features, char *buf, size_t size);
 
+/* In a build configured with --enable-dirty-log-audit (test builds),
+ * stores the guest pages written while logging in '*pages' and those of
+ * them the dirty log missed in '*violations', since the process started,
+ * and returns true.  Returns false in a normal build. */
+bool vhost_dirty_log_audit_get(uint64_t *pages, uint64_t *violations);
+
 #ifdef __cplusplus
 }
 #endif
