@@ -1325,13 +1325,20 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
         return 0;
     }
 
-    /* Frontend messages refused, by reason (the port's lifetime). */
+    /* Frontend misbehaviour, by kind (the port's lifetime): messages
+     * refused, connections displaced, shrunk fds caught by the guard. */
     struct vhost_port_info info;
     if (!vhost_port_get_info(dev->port, &info)) {
         add_counter(cs, &allocated, info.counters.msgs_ring_started,
                     "vhost_msgs_ring_started");
         add_counter(cs, &allocated, info.counters.fds_not_eventfd,
                     "vhost_fds_not_eventfd");
+        add_counter(cs, &allocated, info.counters.frontends_displaced,
+                    "vhost_frontends_displaced");
+        add_counter(cs, &allocated, info.counters.guarded_fds,
+                    "vhost_guarded_fds");
+        add_counter(cs, &allocated, info.counters.guarded_faults,
+                    "vhost_guarded_faults");
     }
 
     /* The queues OVS has, rx then tx as OVS-DPDK lists them. */
