@@ -49,7 +49,8 @@ lib_libovs_vhost_la_LIBADD = lib/libovs-vhost-core.la
 # in lib/libovs-vhost.sym: the engine's internal modules share the vhost_
 # prefix, and a prefix regex would make them part of the soname's ABI (and
 # of debian/libovs-vhost0.symbols).  `make check-exports` (part of `make
-# check`) fails when the list and the header drift apart.
+# check`) fails when the list, the header and the Debian symbols file
+# drift apart.
 lib_libovs_vhost_la_LDFLAGS = -version-info 0:0:0 \
 	-export-symbols $(srcdir)/lib/libovs-vhost.sym
 EXTRA_lib_libovs_vhost_la_DEPENDENCIES = lib/libovs-vhost.sym
@@ -68,7 +69,13 @@ check-exports: lib/libovs-vhost.la
 	if ! cmp -s check-exports.sym check-exports.so; then \
 	  echo "libovs-vhost.so exports differ from lib/libovs-vhost.sym:"; \
 	  diff check-exports.sym check-exports.so; fail=1; fi; \
-	rm -f check-exports.h check-exports.sym check-exports.so; exit $$fail
+	sed -n 's/^ \([a-z0-9_]*\)@Base .*/\1/p' \
+	  $(srcdir)/debian/libovs-vhost0.symbols | sort -u > check-exports.deb; \
+	if ! cmp -s check-exports.sym check-exports.deb; then \
+	  echo "debian/libovs-vhost0.symbols differs from lib/libovs-vhost.sym:"; \
+	  diff check-exports.sym check-exports.deb; fail=1; fi; \
+	rm -f check-exports.h check-exports.sym check-exports.so check-exports.deb; \
+	exit $$fail
 check-local: check-exports
 .PHONY: check-exports
 
