@@ -5,6 +5,13 @@
         Runs one QMP command; prints its "return" value as JSON and exits 0,
         or prints the error's class and description on stderr and exits 1.
 
+    qemu-guest.py qmp SOCKET COMMAND ARGUMENTS-JSON --event EVENT
+                                                    [--timeout SECS]
+        As above, then waits, on the same connection, for QMP event EVENT
+        (e.g. DEVICE_DELETED after device_del) and prints its "data" as
+        JSON too: no event can come before the waiter listens.  Exits 1 on
+        timeout.
+
     qemu-guest.py qmp-wait SOCKET EVENT [--timeout SECS]
         Waits for QMP event EVENT (e.g. SHUTDOWN, MIGRATION); prints its
         "data" as JSON.  Exits 1 on timeout.
@@ -74,23 +81,34 @@ def qmp_open(path, deadline):
     return s, lines
 
 
-def qmp(path, command, args, deadline):
+def qmp(path, command, args, deadline, event=None):
     s, lines = qmp_open(path, deadline)
     msg = {"execute": command, "id": "ovsvhost"}
     if args:
         msg["arguments"] = json.loads(args)
     s.sendall(json.dumps(msg).encode() + b"\n")
+    seen = None
     while True:
         reply = json.loads(lines.next())
         if reply.get("id") != "ovsvhost":
-            continue                            # An event.
+            # An event: the one awaited may come before the reply.
+            if event and seen is None and reply.get("event") == event:
+                seen = reply.get("data", {})
+            continue
         if "error" in reply:
             err = reply["error"]
             print("%s: %s" % (err.get("class"), err.get("desc")),
                   file=sys.stderr)
             return 1
         print(json.dumps(reply.get("return")))
-        return 0
+        break
+    if event:
+        while seen is None:
+            msg = json.loads(lines.next())
+            if msg.get("event") == event:
+                seen = msg.get("data", {})
+        print(json.dumps(seen))
+    return 0
 
 
 def qmp_wait(path, event, deadline):
@@ -139,11 +157,16 @@ def main(argv):
         i = argv.index("--timeout")
         timeout = float(argv[i + 1])
         del argv[i:i + 2]
+    event = None
+    if "--event" in argv:
+        i = argv.index("--event")
+        event = argv[i + 1]
+        del argv[i:i + 2]
     deadline = time.monotonic() + timeout
     try:
         if len(argv) in (3, 4) and argv[0] == "qmp":
             return qmp(argv[1], argv[2], argv[3] if len(argv) == 4 else None,
-                       deadline)
+                       deadline, event)
         if len(argv) == 3 and argv[0] == "qmp-wait":
             return qmp_wait(argv[1], argv[2], deadline)
         if len(argv) == 3 and argv[0] == "ctl":

@@ -44,6 +44,11 @@
 #                                   timeout 30 s; 124 on timeout)
 #   qemu_qmp NAME DIR COMMAND [ARGS-JSON] [SECS]
 #                                   one QMP command; prints its return value
+#   qemu_qmp_event NAME DIR COMMAND ARGS-JSON EVENT [SECS]
+#                                   one QMP command, then waits for EVENT on
+#                                   the same connection (device_del, then
+#                                   DEVICE_DELETED); prints the return value
+#                                   and the event's data (default 60 s)
 #   qemu_running NAME DIR
 #   qemu_pid NAME DIR
 #   qemu_stop NAME DIR              saves dmesg.log, then QMP quit, then
@@ -181,6 +186,11 @@ qemu_qmp () {
     else
         _qemu_py qmp "$2/qemu-$1/qmp.sock" "$3"
     fi
+}
+
+qemu_qmp_event () {
+    _qemu_py qmp "$2/qemu-$1/qmp.sock" "$3" "$4" --event "$5" \
+        --timeout "${6:-60}"
 }
 
 _qemu_wait_exit () {
