@@ -481,6 +481,8 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
 
     struct virtq old = *vq;
     virtq_lock(vq);
+    /* The data path walks it: SET_VRING_ADDR only toggles logging. */
+    bool running = virtq_started(vq) && vq->used;
     vq->desc_uva = a->desc_user_addr;
     vq->avail_uva = a->avail_user_addr;
     vq->used_uva = a->used_user_addr;
@@ -497,6 +499,8 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
         vq->log_used = old.log_used;
         vq->has_addr = old.has_addr;
         virtq_map(vq, dev->mem);
+    } else if (mapped && !running) {
+        virtq_resync_used(vq);
     }
     vq->ready = vq->ready && virtq_can_run(vq);
     virtq_unlock(vq);

@@ -129,9 +129,12 @@ virtq_reset(struct virtq *vq)
     free(vq->id_gen);
 
     unsigned int index = vq->index;
+    const char *name = vq->name;
     bool locked = atomic_load_explicit(&vq->locked, memory_order_relaxed);
     struct vhost_queue_stats stats = vq->stats;
     virtq_init(vq, index);
+    /* Its log lines name the port after a reconnection too. */
+    vq->name = name;
     vq->stats = stats;
     vq->stats.broken = false;
     atomic_store_explicit(&vq->locked, locked, memory_order_relaxed);
@@ -191,24 +194,41 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
      * addresses are frontend virtual addresses). */
     vq->desc_gpa = guest_mem_uva_to_gpa(mem, vq->desc_uva);
     vq->used_gpa = guest_mem_uva_to_gpa(mem, vq->used_uva);
-
-    if (!vq->packed) {
-        /* A frontend that kept its rings while we restarted (DPDK
-         * virtio-user in server mode) sends SET_VRING_BASE 0 even though
-         * its ring moved on.  The used index is ours to write, so it is
-         * where we stopped: resume there, as DPDK's vhost library does.
-         * Packets in flight at the restart are lost or sent again. */
-        uint16_t used_idx = __atomic_load_n(&((uint16_t *) used)[1],
-                                            __ATOMIC_ACQUIRE);
-        if (used_idx != vq->last_used_idx) {
-            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: used "
-                         "index %u differs from the base %u; resuming from "
-                         "the used index", vq->name, vq->index, used_idx,
-                         vq->last_used_idx);
-            vq->last_used_idx = vq->last_avail_idx = used_idx;
-        }
-    }
     return true;
+}
+
+/* Called when SET_VRING_ADDR has placed split ring 'vq', which the data
+ * path is not walking: a frontend that kept its rings while we restarted
+ * (DPDK virtio-user in server mode) sends SET_VRING_BASE 0 even though its
+ * ring moved on.  The used index is ours to write, so it is where we
+ * stopped: resume there, as DPDK's vhost library does
+ * (translate_ring_addresses()).  Packets in flight at the restart are lost
+ * or sent again.
+ *
+ * Only then, when the frontend has just said where the ring is; not
+ * whenever the ring is translated.  A ring stopped by GET_VRING_BASE keeps
+ * its old addresses until SET_VRING_ADDR, and after a guest reboot QEMU
+ * sends SET_VRING_NUM first, when the old ring's memory belongs to the new
+ * kernel; and under a running ring (a memory table change, or the
+ * SET_VRING_ADDR that toggles dirty logging) the used index in guest
+ * memory is whatever the guest wrote there.  The caller holds the access
+ * lock. */
+void
+virtq_resync_used(struct virtq *vq)
+{
+    if (vq->packed || !vq->used) {
+        return;
+    }
+    /* Guest-controlled: the used index, read once. */
+    uint16_t used_idx = __atomic_load_n(&((uint16_t *) vq->used)[1],
+                                        __ATOMIC_ACQUIRE);
+    if (used_idx != vq->last_used_idx) {
+        vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: used index %u "
+                     "differs from the base %u; resuming from the used "
+                     "index", vq->name, vq->index, used_idx,
+                     vq->last_used_idx);
+        vq->last_used_idx = vq->last_avail_idx = used_idx;
+    }
 }
 
 /* Forgets 'vq''s host ring addresses.  The caller holds the access lock. */

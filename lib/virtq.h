@@ -156,6 +156,7 @@ struct virtq {
 void virtq_init(struct virtq *, unsigned int index);
 void virtq_reset(struct virtq *);
 bool virtq_map(struct virtq *, const struct guest_mem *);
+void virtq_resync_used(struct virtq *);
 void virtq_unmap(struct virtq *);
 bool virtq_can_run(const struct virtq *);
 void virtq_set_base(struct virtq *, uint32_t base);

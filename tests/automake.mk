@@ -21,6 +21,7 @@ TESTSUITE_AT = \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
 	tests/qemu.at \
+	tests/qemu-lifecycle.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk
@@ -64,6 +65,7 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
+	tests/test-lifecycle.c \
 	tests/test-packed.c \
 	tests/test-util.c \
 	tests/test-util.h \

@@ -3135,6 +3135,8 @@ extern const struct tu_test tu_adv_budget_tests[];
 extern const size_t tu_n_adv_budget_tests;
 extern const struct tu_test tu_dirty_log_tests[];
 extern const size_t tu_n_dirty_log_tests;
+extern const struct tu_test tu_lifecycle_tests[];
+extern const size_t tu_n_lifecycle_tests;
 
 /* Room for every table below; unused entries stay empty. */
 #define N_TEST_TABLES 16
@@ -3165,6 +3167,8 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
     tables[n++] = (struct test_table) { tu_adv_budget_tests, tu_n_adv_budget_tests };
     tables[n++] = (struct test_table) { tu_dirty_log_tests,
                                         tu_n_dirty_log_tests };
+    tables[n++] = (struct test_table) { tu_lifecycle_tests,
+                                        tu_n_lifecycle_tests };
 }
 
 /* Every test of an audit build is audited: returns false, after saying
