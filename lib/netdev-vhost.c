@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The netdev classes "dpdkvhostuser" and "dpdkvhostuserclient", served by
  * the ovs-vhost engine instead of DPDK's vhost library.  See netdev-vhost.h
