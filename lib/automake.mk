@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The engine: libovs-vhost.  No dependency on Open vSwitch or DPDK.
 
 # All of the engine, as a convenience library: the installed library
@@ -37,6 +38,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/virtq.c \
 	lib/virtq-packed.c \
 	lib/virtq-packed.h \
+	lib/virtq-poslog.c \
+	lib/virtq-poslog.h \
 	lib/virtq-split.c \
 	lib/virtq-split.h \
 	lib/virtq-segs.h \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Guest memory table: see guest-mem.h.
  */
@@ -348,6 +349,16 @@ guest_mem_total_size(const struct guest_mem *mem)
         total += mem->regions[i].size;
     }
     return total;
+}
+
+/* Stores in '*devp' and '*inop' the file that 'r' maps: what tells a
+ * frontend's memory from another's that reuses its addresses. */
+void
+guest_mem_region_file(const struct guest_mem_region *r, uint64_t *devp,
+                      uint64_t *inop)
+{
+    *devp = r->map->dev;
+    *inop = r->map->ino;
 }
 
 /* Returns the region that holds frontend virtual address 'uva', or NULL. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ovs-vswitchd with the vhost-user provider: Open vSwitch's own vswitchd
 # sources, referenced in the OVS tree given to configure (--with-ovs-source)
 # through the thin wrappers here, linked with OVS's libraries and with
