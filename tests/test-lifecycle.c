@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A device's life across its frontend's and guest's events, as QEMU runs
  * them (tests/qemu-lifecycle.at runs the real thing): a guest reboot,
