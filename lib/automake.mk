@@ -37,6 +37,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/virtq.c \
 	lib/virtq-packed.c \
 	lib/virtq-packed.h \
+	lib/virtq-poslog.c \
+	lib/virtq-poslog.h \
 	lib/virtq-split.c \
 	lib/virtq-split.h \
 	lib/virtq-segs.h \

@@ -350,6 +350,16 @@ guest_mem_total_size(const struct guest_mem *mem)
     return total;
 }
 
+/* Stores in '*devp' and '*inop' the file that 'r' maps: what tells a
+ * frontend's memory from another's that reuses its addresses. */
+void
+guest_mem_region_file(const struct guest_mem_region *r, uint64_t *devp,
+                      uint64_t *inop)
+{
+    *devp = r->map->dev;
+    *inop = r->map->ino;
+}
+
 /* Returns the region that holds frontend virtual address 'uva', or NULL. */
 const struct guest_mem_region *
 guest_mem_find_uva(const struct guest_mem *mem, uint64_t uva)

@@ -96,6 +96,8 @@ void guest_mem_unmap(void *addr, size_t len);
 uint64_t guest_mem_total_size(const struct guest_mem *);
 const struct guest_mem_region *guest_mem_find_uva(const struct guest_mem *,
                                                   uint64_t uva);
+void guest_mem_region_file(const struct guest_mem_region *, uint64_t *devp,
+                           uint64_t *inop);
 
 /* Returns the region that holds guest physical address 'gpa', or NULL.
  * Inline: the data path translates every descriptor.  Tables are small (a

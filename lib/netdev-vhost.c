@@ -835,6 +835,11 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     opts.max_queue_pairs = VHOST_MAX_QUEUE_PAIRS;
     opts.cb = &netdev_vhost_callbacks;
     opts.aux = dev;
+    /* Packed rings' positions, for the next ovs-vswitchd after a crash:
+     * QEMU does not keep them (lib/virtq-poslog.h). */
+    char *state_path = xasprintf("%s/ovs-vhost-%s.rings", ovs_rundir(),
+                                 netdev_get_name(&dev->up));
+    opts.state_path = state_path;
 
     ovs_mutex_lock(&dev->mutex);
     dev->port_path = path;
@@ -842,6 +847,7 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     ovs_mutex_unlock(&dev->mutex);
 
     int error = vhost_port_create(netdev_vhost_engine_get(), &opts, &port);
+    free(state_path);
     if (error) {
         VLOG_ERR("vhost-user %s setup failure for %s: %s",
                  dev->client ? "client" : "socket", path,
@@ -1339,6 +1345,8 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
                     "vhost_guarded_fds");
         add_counter(cs, &allocated, info.counters.guarded_faults,
                     "vhost_guarded_faults");
+        add_counter(cs, &allocated, info.counters.rings_recovered,
+                    "vhost_rings_recovered");
     }
 
     /* The queues OVS has, rx then tx as OVS-DPDK lists them. */
@@ -1475,6 +1483,10 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
     ds_put_format(ds, "  guarded fds (no F_SEAL_SHRINK): %"PRIu64", guarded "
                   "SIGBUS faults: %"PRIu64"\n", info.counters.guarded_fds,
                   info.counters.guarded_faults);
+    ds_put_format(ds, "  packed rings recovered from the position log: %"
+                  PRIu64" (%"PRIu64" inexact)\n",
+                  info.counters.rings_recovered,
+                  info.counters.rings_recovered_inexact);
     if (!info.connected) {
         return;
     }

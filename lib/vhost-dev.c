@@ -13,6 +13,7 @@
 #include "guest-mem.h"
 #include "util.h"
 #include "virtio.h"
+#include "virtq-poslog.h"
 #include "virtq.h"
 
 void
@@ -33,6 +34,16 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->backend_req_fd = -1;
     guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
+    if (opts->state_path) {
+        int error = virtq_poslog_open(opts->state_path, dev->name,
+                                      &dev->poslog);
+        if (error) {
+            VLOG_WARN("%s: cannot open the ring position log %s (%s): "
+                      "packed rings will not survive a restart of this "
+                      "process", dev->name, opts->state_path,
+                      strerror(error));
+        }
+    }
 }
 
 bool
@@ -66,6 +77,7 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
         if (dev->name) {
             vq->name = dev->name;
         }
+        vq->poslog_slot = virtq_poslog_slot(dev->poslog, index);
         virtq_configure(vq, dev->features, dev->mem);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
@@ -436,6 +448,41 @@ vhost_dev_destroy(struct vhost_dev *dev)
         free(dev->vqs[i]);
         dev->vqs[i] = NULL;
     }
+    vhost_dev_close_poslog(dev);
+}
+
+/* Closes 'dev''s ring position log, if it has one, and takes every queue's
+ * slot away from it.  Called as the port goes, after its frontend: a
+ * successor port may open the same file at once. */
+void
+vhost_dev_close_poslog(struct vhost_dev *dev)
+{
+    if (!dev->poslog) {
+        return;
+    }
+    vhost_dev_lock_queues(dev);
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            dev->vqs[i]->poslog = dev->vqs[i]->poslog_slot = NULL;
+        }
+    }
+    vhost_dev_unlock_queues(dev);
+    virtq_poslog_close(dev->poslog);
+    dev->poslog = NULL;
+}
+
+/* Releases every queue's slot in the ring position log: the frontend
+ * resets the device, so no ring's position is owed to it any more. */
+void
+vhost_dev_release_poslog(struct vhost_dev *dev)
+{
+    vhost_dev_lock_queues(dev);
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        if (dev->vqs[i]) {
+            virtq_poslog_stop(dev->vqs[i]);
+        }
+    }
+    vhost_dev_unlock_queues(dev);
 }
 
 /* Returns the NUMA node that holds guest memory (its first region), or -1

@@ -41,6 +41,7 @@
 
 struct guest_mem;
 struct virtq;
+struct virtq_poslog;
 
 struct vhost_dev {
     /* Set at creation, constant. */
@@ -98,6 +99,10 @@ struct vhost_dev {
     /* Peer-caused messages for this device. */
     struct vhost_ratelimit rl;
 
+    /* Packed ring position log (virtq-poslog.h), NULL without one: open
+     * for the port's lifetime. */
+    struct virtq_poslog *poslog;
+
     /* Lifetime counters, kept across connections. */
     struct vhost_port_counters counters;
 };
@@ -106,6 +111,8 @@ void vhost_dev_init(struct vhost_dev *, struct vhost_port *,
                     const struct vhost_port_options *);
 void vhost_dev_reset(struct vhost_dev *);
 void vhost_dev_destroy(struct vhost_dev *);
+void vhost_dev_release_poslog(struct vhost_dev *);
+void vhost_dev_close_poslog(struct vhost_dev *);
 
 bool vhost_dev_has_feature(const struct vhost_dev *, unsigned int bit);
 bool vhost_dev_has_protocol_feature(const struct vhost_dev *,

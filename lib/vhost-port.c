@@ -745,6 +745,7 @@ vhost_port_destroy(struct vhost_port *port)
     struct vhost_engine *engine = port->engine;
     vhost_engine_lock(engine);
     vhost_port_disconnect__(port, true);
+    vhost_dev_close_poslog(&port->dev);
     vhost_engine_timer_cancel(&port->reconnect_timer);
     vhost_engine_timer_cancel(&port->accept_timer);
     if (port->pending_fd >= 0) {

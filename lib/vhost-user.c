@@ -25,6 +25,7 @@
 #include "vhost-log.h"
 #include "vhost-user-msg.h"
 #include "virtio.h"
+#include "virtq-poslog.h"
 #include "virtq.h"
 
 typedef int vhost_user_handler(struct vhost_dev *, struct vhost_user_msg *,
@@ -168,6 +169,7 @@ static int
 vhost_user_reset_owner(struct vhost_dev *dev, struct vhost_user_msg *msg,
                        struct vhost_user_reply *reply)
 {
+    vhost_dev_release_poslog(dev);
     vhost_dev_reset(dev);
     return 0;
 }
@@ -560,6 +562,7 @@ vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
     virtq_lock(vq);
     vq->ready = false;
     vq->has_kick = false;
+    virtq_poslog_stop(vq);
     if (!vhost_dev_has_feature(dev, VHOST_USER_F_PROTOCOL_FEATURES)) {
         vq->enabled = false;
     }
@@ -626,6 +629,18 @@ vhost_user_set_vring_kick(struct vhost_dev *dev, struct vhost_user_msg *msg,
     virtq_lock(vq);
     close_fd_quietly(vq->kick_fd);
     vq->kick_fd = fd;
+    if (!vq->has_kick) {
+        switch (virtq_poslog_start(vq, dev->mem)) {
+        case VIRTQ_POSLOG_INEXACT:
+            dev->counters.rings_recovered_inexact++;
+            /* Fall through. */
+        case VIRTQ_POSLOG_RECOVERED:
+            dev->counters.rings_recovered++;
+            break;
+        case VIRTQ_POSLOG_NONE:
+            break;
+        }
+    }
     vq->has_kick = true;
     /* vhost-user.rst, "Ring states": without
      * VHOST_USER_F_PROTOCOL_FEATURES a ring starts enabled once kicked. */

@@ -10,6 +10,23 @@
  * where the next used descriptor goes.  Each advances by the number of
  * ring descriptors a chain occupies, flipping its wrap counter when it
  * passes the end of the ring (§2.8.1).
+ *
+ * Restarts.  Nothing in a packed ring says where the device stands, and
+ * QEMU hands a backend that replaces a dead one the position of the last
+ * clean stop (virtq-poslog.h).  Two ways to find the true one were
+ * weighed.  A scan of the descriptor flags, looking for the first slot
+ * that is available in the expected lap, cannot always decide: the device
+ * overwrites only a used chain's first descriptor, so the other slots of
+ * a chain longer than one, and the slots an IN_ORDER batch skips, still
+ * read as available, and a scan cannot tell them from chains not yet
+ * taken.  So each ring's positions are logged instead, one 8-byte store
+ * per burst into a small shared file under the run directory
+ * (virtq_packed_poslog__()), matched to the same ring addresses and
+ * guest memory file on reconnect.  Made just before the store that hands
+ * the burst's used descriptors over, it leaves the burst's start and end
+ * for the first used descriptor's flags to choose between, which is exact
+ * for any chain length.  The cost is that one store per burst, in a line
+ * only this ring's thread writes.
  */
 
 #include <config.h>
@@ -25,6 +42,7 @@
 #include "virtio-net-hdr.h"
 #include "virtio-ring.h"
 #include "virtio-ring-packed.h"
+#include "virtq-poslog.h"
 #include "virtq-segs.h"
 #include "virtq.h"
 
@@ -298,6 +316,20 @@ virtq_packed_shadow_init__(struct virtq_packed_shadow *sh)
     sh->count = 0;
 }
 
+/* Records the ring's positions in its position log, if it has one, just
+ * before the store that hands a burst's used descriptors to the driver:
+ * see virtq-poslog.h, "Exactness". */
+static inline void
+virtq_packed_poslog__(struct virtq *vq)
+{
+    if (OVS_UNLIKELY(vq->poslog)) {
+        uint32_t now = (vq->last_avail_idx | vq->avail_wrap_counter << 15)
+                       | (uint32_t) (vq->last_used_idx
+                                     | vq->used_wrap_counter << 15) << 16;
+        virtq_poslog_store(vq->poslog, &vq->poslog_last, now);
+    }
+}
+
 /* With VIRTIO_F_IN_ORDER, writes the burst's chains back as one used
  * descriptor: §2.8.8 ("In-order use of descriptors") lets the device
  * write "a single used descriptor with the Buffer ID corresponding to the
@@ -315,22 +347,11 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     if (!sh->n) {
         return;
     }
+    uint16_t flags = vq->used_wrap_counter
+                     ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
+                     : 0;
     ring[idx].id = sh->last_id;
     ring[idx].len = 0;
-    /* The id before the flags that hand the descriptor to the driver:
-     * pairs with the driver's read barrier between seeing the flags used
-     * and reading the id. */
-    __atomic_store_n(&ring[idx].flags,
-                     vq->used_wrap_counter
-                     ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
-                     : 0, __ATOMIC_RELEASE);
-    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
-                                sizeof *ring);
-    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
-        vhost_dirty_log_write(ctx->log,
-                              vq->desc_gpa + (uint64_t) idx * sizeof *ring,
-                              sizeof *ring);
-    }
     /* 'count' is at most VIRTQ_PACKED_SHADOW_SIZE chains of at most the
      * ring each, but the positions they took are consecutive and at most
      * one lap: the avail position moved past them the same way. */
@@ -340,6 +361,18 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
                                step, vq->size);
         sh->count -= step;
+    }
+    virtq_packed_poslog__(vq);
+    /* The id before the flags that hand the descriptor to the driver:
+     * pairs with the driver's read barrier between seeing the flags used
+     * and reading the id. */
+    __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELEASE);
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
+                                sizeof *ring);
+    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+        vhost_dirty_log_write(ctx->log,
+                              vq->desc_gpa + (uint64_t) idx * sizeof *ring,
+                              sizeof *ring);
     }
     sh->n = 0;
 }
@@ -402,6 +435,7 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
         return;
     }
     virtq_packed_write_used__(vq, ctx, sh);
+    virtq_packed_poslog__(vq);
     /* The one barrier of the write-back: every descriptor above before
      * the head's flags (pairs with the driver's read barrier between
      * seeing the head used and reading the descriptors). */

@@ -131,8 +131,12 @@ virtq_reset(struct virtq *vq)
     unsigned int index = vq->index;
     bool locked = atomic_load_explicit(&vq->locked, memory_order_relaxed);
     struct vhost_queue_stats stats = vq->stats;
+    struct virtq_poslog_slot *slot = vq->poslog_slot;
     virtq_init(vq, index);
     vq->stats = stats;
+    /* The slot stays claimed in the log: a reset for a lost connection
+     * told the frontend nothing (virtq_poslog_stop() releases it). */
+    vq->poslog_slot = slot;
     vq->stats.broken = false;
     atomic_store_explicit(&vq->locked, locked, memory_order_relaxed);
 }
@@ -232,8 +236,8 @@ virtq_packed_pos__(uint16_t idx, bool wrap)
  * Positions count laps by their wrap counters, which start at 1 (§2.8.1),
  * so a position is its index plus 'size' in laps with wrap counter 0,
  * modulo two rings. */
-static bool
-virtq_packed_positions_ok__(uint16_t avail, uint16_t used, uint16_t size)
+bool
+virtq_packed_positions_ok(uint16_t avail, uint16_t used, uint16_t size)
 {
     uint32_t a = avail & 0x7fff, u = used & 0x7fff;
 
@@ -265,7 +269,7 @@ virtq_can_run(const struct virtq *vq)
      * against each other here, where both are known. */
     return vq->enabled && vq->size && vq->desc && vq->has_kick
            && (!vq->packed
-               || (virtq_packed_positions_ok__(
+               || (virtq_packed_positions_ok(
                        virtq_packed_pos__(vq->last_avail_idx,
                                           vq->avail_wrap_counter),
                        virtq_packed_pos__(vq->last_used_idx,
@@ -312,7 +316,7 @@ virtq_packed_base_ok(uint32_t base, uint16_t size)
     uint16_t avail, used;
 
     virtq_packed_base_split__(base, &avail, &used);
-    return !size || virtq_packed_positions_ok__(avail, used, size);
+    return !size || virtq_packed_positions_ok(avail, used, size);
 }
 
 /* Returns the ring position in the encoding virtq_set_base() reads, for

@@ -48,6 +48,7 @@
 struct guest_mem;
 struct vhost_dirty_log;
 struct virtq;
+struct virtq_poslog_slot;
 
 /* What a burst needs besides the queue: the memory table and, while
  * migration runs, the dirty log.  Handed in by the caller, which holds the
@@ -151,6 +152,16 @@ struct virtq {
     uint8_t hdr_probe;              /* Bursts until comparing again. */
     struct vhost_queue_stats stats;
     struct vhost_ratelimit rl;      /* Guest-caused log messages. */
+
+    /* Packed ring position log (virtq-poslog.h).  'poslog_slot' is this
+     * queue's slot in the port's log, NULL without one, set when the
+     * queue is allocated and kept across resets.  'poslog' is the same
+     * slot while the ring has claimed it (from its start to its stop),
+     * else NULL: bursts store positions only then, and 'poslog_last' is
+     * where the ring stood at the last store. */
+    struct virtq_poslog_slot *poslog_slot;
+    struct virtq_poslog_slot *poslog;
+    uint32_t poslog_last;
 };
 
 void virtq_init(struct virtq *, unsigned int index);
@@ -160,6 +171,7 @@ void virtq_unmap(struct virtq *);
 bool virtq_can_run(const struct virtq *);
 void virtq_set_base(struct virtq *, uint32_t base);
 bool virtq_packed_base_ok(uint32_t base, uint16_t size);
+bool virtq_packed_positions_ok(uint16_t avail, uint16_t used, uint16_t size);
 void virtq_configure(struct virtq *, uint64_t features,
                      const struct guest_mem *);
 void virtq_set_size(struct virtq *, uint16_t size, const struct guest_mem *);

@@ -7,6 +7,7 @@
 TESTSUITE_AT = \
 	tests/testsuite.at \
 	tests/ovs-macros.at \
+	tests/qemu-macros.at \
 	tests/guest-mem.at \
 	tests/vhost-user.at \
 	tests/engine.at \

@@ -119,7 +119,7 @@ qemu_running () {
 }
 
 qemu_start () {
-    local name=$1 top=$2 dir=$2/qemu-$1 append=$3 g
+    local name=$1 dir=$2/qemu-$1 append=$3 g
     shift 3
     if [ -z "${QEMU_GUEST_DIR:-}" ]; then
         qemu_guest_build || return 1
@@ -142,14 +142,17 @@ qemu_start () {
     [ "${QEMU_REBOOT:-no}" = yes ] || set -- "$@" -no-reboot
     echo "$QEMU_BIN $*" > "$dir/cmdline"
     "$QEMU_BIN" "$@" < /dev/null >> "$dir/qemu.log" 2>&1 &
-    echo $! > "$dir/pid"
-    # The sockets exist once QEMU has parsed its arguments.
-    local i=0
+    local pid=$! i=0
+    echo $pid > "$dir/pid"
+    # The sockets exist once QEMU has parsed its arguments.  Until the
+    # child has exec'd QEMU, its /proc/PID/cmdline is still this shell's,
+    # so qemu_running would call it gone: ask the kernel whether our own
+    # child lives instead.
     while [ ! -S "$dir/qmp.sock" ] && [ $i -lt 100 ]; do
-        qemu_running "$name" "$top" || { cat "$dir/qemu.log" >&2; return 1; }
+        kill -0 "$pid" 2>/dev/null || { cat "$dir/qemu.log" >&2; return 1; }
         sleep 0.1; i=$((i + 1))
     done
-    [ -S "$dir/qmp.sock" ]
+    [ -S "$dir/qmp.sock" ] || { cat "$dir/qemu.log" >&2; return 1; }
 }
 
 qemu_wait_console () {

@@ -143,6 +143,7 @@ struct pk_cfg {
     bool has_base;              /* SET_VRING_BASE 'base' on every vring,
                                  * not the initial TFE_PACKED_BASE_INIT. */
     uint32_t base;
+    const char *state_path;     /* The port's ring position log, or NULL. */
 };
 
 struct pk {
@@ -217,6 +218,7 @@ pk_start(struct pk *pk, const char *name, const struct pk_cfg *cfg)
     opts.max_queue_pairs = 2;
     opts.cb = &tu_callbacks;
     opts.aux = &pk->ev;
+    opts.state_path = cfg->state_path;
     TU_CHECK_OK(vhost_engine_create(&pk->engine));
     TU_CHECK_OK(vhost_engine_start(pk->engine));
     TU_CHECK_OK(vhost_port_create(pk->engine, &opts, &pk->port));
@@ -3422,6 +3424,243 @@ test_reconnect(void)
     pk_finish(&pk);
 }
 
+/* Backend restarts: the ring position log (lib/virtq-poslog.h). */
+
+/* The backend dies and a new one takes its place, as a killed
+ * ovs-vswitchd's successor does: the port and engine go without a
+ * GET_VRING_BASE, a new engine and port open the same socket and position
+ * log, and the frontend, which keeps its rings and guest memory, sets the
+ * device up again from the stale bases QEMU sends a packed ring's new
+ * backend (the initial ones), or from 'base' if 'known'.  Returns how
+ * many rings the new port recovered from the log. */
+static uint64_t
+backend_restart(struct pk *pk, const char *name, const struct pk_cfg *cfg,
+                const uint32_t known[4])
+{
+    struct vhost_port_options opts;
+    struct tfe_setup setup;
+
+    vhost_port_destroy(pk->port);
+    vhost_engine_destroy(pk->engine);
+    TU_CHECK(tfe_wait_closed(pk->fe, TU_TIMEOUT_MS));
+    tfe_disconnect(pk->fe);
+
+    vhost_port_options_init(&opts);
+    opts.name = name;
+    opts.path = pk->path;
+    opts.mode = VHOST_PORT_SERVER;
+    opts.features = PK_OFFERED;
+    opts.max_queue_pairs = 2;
+    opts.cb = &tu_callbacks;
+    opts.aux = &pk->ev;
+    opts.state_path = cfg->state_path;
+    TU_CHECK_OK(vhost_engine_create(&pk->engine));
+    TU_CHECK_OK(vhost_engine_start(pk->engine));
+    TU_CHECK_OK(vhost_port_create(pk->engine, &opts, &pk->port));
+    TU_CHECK_OK(tfe_connect(pk->fe, pk->path));
+    TU_CHECK(tu_wait_port(pk->port, tu_port_connected, NULL,
+                          TU_TIMEOUT_MS));
+    for (unsigned int q = 0; q < 4; q++) {
+        pk->fe->vrings[q].has_base = known != NULL;
+        pk->fe->vrings[q].base = known ? known[q] : 0;
+    }
+    memset(&setup, 0, sizeof setup);
+    setup.features_mask = cfg->features & ~F(VIRTIO_F_RING_PACKED);
+    setup.packed = true;
+    setup.queue_size = cfg->queue_size;
+    TU_CHECK_OK(tfe_setup_device(pk->fe, 2, &setup));
+    for (unsigned int q = 0; q < 4; q++) {
+        TU_CHECK(tu_queue_info(pk->port, q).ready);
+    }
+    return tu_port_info(pk->port).counters.rings_recovered;
+}
+
+/* Traffic, with packets and buffers pending and every chain length,
+ * direct and indirect; then the backend dies and its successor is handed
+ * the stale bases.  It resumes every ring where it stood: every pending
+ * packet comes out once, in order, over laps with both wrap counters. */
+static void
+run_restart(const char *name, uint64_t features)
+{
+    struct pk_cfg cfg = cfg_sized(features, 33);
+    char *state = tu_path("restart.rings");
+    struct flow f;
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, name, &cfg);
+    memset(&f, 0, sizeof f);
+    f.rng.s = 0x7654321;
+    for (int round = 0; round < 4; round++) {
+        struct tfe_vq *tx = &pk.vq[TX(0)];
+        bool want_wrap = round % 2;
+
+        tu_log("round %d: traffic until the transmit wrap counter is %d",
+               round, want_wrap);
+        do {
+            flow_post(&pk, &f, rng_range(&f.rng, 1, 12));
+            flow_move(&pk, &f, rng_range(&f.rng, 1, 8));
+        } while (tx->used_wrap != want_wrap || tx->next_used < 10);
+        roundtrip(&pk, 1, "before the restart");
+        flow_post(&pk, &f, 10);
+        TU_CHECK(f.n_tx > 0);
+        tu_log("  %u packets and %u buffers pending; the backend dies",
+               f.n_tx, f.n_rx);
+        /* Every ring not back at its very first position (all have
+         * moved, by the traffic or the round trips) is recovered. */
+        unsigned int moved = 0;
+        for (unsigned int q = 0; q < 4; q++) {
+            moved += stopped_base(&pk.vq[q]) != TFE_PACKED_BASE_INIT2;
+        }
+        TU_CHECK(moved >= 3);
+        uint64_t n = backend_restart(&pk, name, &cfg, NULL);
+        tu_log("  its successor recovered %"PRIu64" rings of %u", n, moved);
+        TU_CHECK_EQ(n, moved);
+        while (f.n_tx) {
+            flow_move(&pk, &f, rng_range(&f.rng, 1, 8));
+        }
+        roundtrip(&pk, 1, "after the restart");
+    }
+    {
+        struct vhost_queue_stats s0 = get_stats(&pk, TX(0));
+        TU_CHECK_EQ(total_drops(&s0), 0);
+    }
+    flow_free(&f);
+    pk_finish(&pk);
+    tu_log("the frontend went without stopping its rings: the log stays");
+    TU_CHECK_OK(access(state, F_OK));
+    unlink(state);
+    free(state);
+}
+
+static void
+test_restart(void)
+{
+    run_restart("restart", PK_FULL);
+}
+
+static void
+test_restart_in_order(void)
+{
+    run_restart("restart-ino", PK_FULL | PK_INO);
+}
+
+/* The backend dies after a burst logged its positions but before the
+ * store that hands its used descriptors to the driver (the head's flags,
+ * put back here as the driver left them), for chains of three
+ * descriptors.  Its successor makes that store and resumes at the burst's
+ * end: the driver gets every chain back once, and nothing comes out
+ * twice. */
+static void
+test_restart_unseen(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("unseen.rings");
+    struct tfe_vq *tx;
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-unseen", &cfg);
+    tx = &pk.vq[TX(0)];
+    for (int round = 0; round < 12; round++) {
+        struct tfe_buf_opts o = { .n_descs = 3 };
+        struct vhost_pkt out[8];
+        uint8_t *pkts[3];
+        int ids[3];
+
+        for (int i = 0; i < 3; i++) {
+            pkts[i] = new_pkt(&pk, 200 + i, MAC_UNICAST);
+            ids[i] = tx_post(&pk, 0, NULL, pkts[i], 200 + i, &o);
+        }
+        unsigned int head = tx->next_used;
+        uint16_t flags = tx->pdesc[head].flags;
+        TU_CHECK_EQ(dq(&pk, 0, out, 8), 3);
+        release_pkts(out, 8);
+        if (round % 3 == 2) {
+            tu_log("round %d: the burst's head flags at %u put back: the "
+                   "driver saw nothing", round, head);
+            tx->pdesc[head].flags = flags;
+            expect_no_used(tx);
+            TU_CHECK_EQ(backend_restart(&pk, "restart-unseen", &cfg, NULL),
+                        1);
+            TU_CHECK_EQ(dq(&pk, 0, out, 8), 0);
+            TU_CHECK_EQ(tu_port_info(pk.port)
+                        .counters.rings_recovered_inexact, 0);
+        }
+        for (int i = 0; i < 3; i++) {
+            expect_used(tx, ids[i], 0);
+            free(pkts[i]);
+        }
+        expect_no_used(tx);
+    }
+    roundtrip(&pk, 0, "after the restarts");
+    pk_finish(&pk);
+    unlink(state);
+    free(state);
+}
+
+/* A backend killed after a burst wrote some used descriptors back and
+ * before it logged (here: one written by hand, ahead of the logged
+ * position, as such a burst leaves it) cannot be resumed exactly: its
+ * successor says so and counts it. */
+static void
+test_restart_stray(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("stray.rings");
+    struct tfe_vq *tx;
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-stray", &cfg);
+    tx = &pk.vq[TX(0)];
+    for (int i = 0; i < 5; i++) {
+        roundtrip(&pk, 0, "traffic");
+    }
+    unsigned int ahead = (tx->next_used + 4) % tx->size;
+    bool wrap = tx->used_wrap ^ (ahead < tx->next_used);
+    tx->pdesc[ahead].flags = wrap ? TFE_PDESC_F_AVAIL | TFE_PDESC_F_USED : 0;
+    TU_CHECK_EQ(backend_restart(&pk, "restart-stray", &cfg, NULL), 2);
+    TU_CHECK_EQ(tu_port_info(pk.port).counters.rings_recovered_inexact, 1);
+    pk_finish(&pk);
+    unlink(state);
+    free(state);
+}
+
+/* A frontend that stopped its rings with GET_VRING_BASE knows where they
+ * stand: its next backend takes the bases it sends, recovers nothing, and
+ * once no ring is started the port's log is removed. */
+static void
+test_restart_clean(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("clean.rings");
+    uint32_t base[4];
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-clean", &cfg);
+    for (int i = 0; i < 40; i++) {
+        roundtrip(&pk, i % 2, "traffic");
+    }
+    for (unsigned int q = 0; q < 4; q++) {
+        TU_CHECK_OK(tfe_get_vring_base(pk.fe, q, &base[q]));
+        TU_CHECK_EQ(base[q], stopped_base(&pk.vq[q]));
+    }
+    TU_CHECK_EQ(backend_restart(&pk, "restart-clean", &cfg, base), 0);
+    roundtrip(&pk, 0, "after the restart");
+    roundtrip(&pk, 1, "after the restart");
+    for (unsigned int q = 0; q < 4; q++) {
+        TU_CHECK_OK(tfe_get_vring_base(pk.fe, q, &base[q]));
+    }
+    vhost_port_destroy(pk.port);
+    pk.port = NULL;
+    tu_log("every ring stopped: the port's log went with it");
+    TU_CHECK(access(state, F_OK) && errno == ENOENT);
+    pk_finish(&pk);
+    free(state);
+}
+
 #define CHECK_ACK(EXPR) TU_CHECK_EQ((EXPR), 0)
 #define CHECK_NACK(EXPR) TU_CHECK_EQ((EXPR), TFE_NACK)
 
@@ -4859,6 +5098,16 @@ const struct tu_test tu_packed_tests[] = {
       "EVENT_IDX: DESC off_wrap, queue size 256, near the end" },
     { "pk-reconnect", test_reconnect,
       "reconnect mid-traffic from GET_VRING_BASE: no loss, no duplicate" },
+    { "pk-restart", test_restart,
+      "backend killed: its successor resumes from the position log" },
+    { "pk-restart-in-order", test_restart_in_order,
+      "backend killed, IN_ORDER: resumes from the position log" },
+    { "pk-restart-unseen", test_restart_unseen,
+      "backend killed mid-write-back: resumes where the burst began" },
+    { "pk-restart-stray", test_restart_stray,
+      "backend killed before logging a write-back: said and counted" },
+    { "pk-restart-clean", test_restart_clean,
+      "after GET_VRING_BASE nothing is recovered; the log is removed" },
     { "pk-vring-base", test_vring_base,
       "SET_VRING_BASE: bad values rejected, good ones start traffic" },
     { "pk-no-vring-base", test_no_vring_base,

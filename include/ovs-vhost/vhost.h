@@ -172,6 +172,15 @@ struct vhost_port_options {
      * is ready (lib/vhost-port.c, "Takeover"). */
     unsigned int msg_timeout_ms;
 
+    /* A file where the port logs its packed rings' positions (NULL: none,
+     * the default), so that a successor of this process, given the same
+     * path, resumes a packed ring where it stands when the frontend
+     * reconnects with a stale base (QEMU does, for packed rings, after its
+     * backend died).  Created if missing; removed when the port goes with
+     * no ring started; kept otherwise.  Put it where the embedder keeps
+     * its sockets: lib/virtq-poslog.h. */
+    const char *state_path;
+
     const struct vhost_port_callbacks *cb;
     void *aux;
 };
@@ -227,6 +236,12 @@ struct vhost_port_counters {
     uint64_t guarded_faults;    /* Accesses to those that faulted: the
                                  * frontend shrank the fd.  Each got a zero
                                  * page; the frontend is disconnected. */
+    uint64_t rings_recovered;   /* Packed rings started at the position
+                                 * the port logged (state_path) rather
+                                 * than the frontend's stale base. */
+    uint64_t rings_recovered_inexact; /* ...of which the log could not
+                                 * place exactly: the backend was killed
+                                 * mid-burst (lib/virtq-poslog.h). */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
