@@ -21,6 +21,7 @@ TESTSUITE_AT = \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
 	tests/qemu.at \
+	tests/qemu-migration.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk
