@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The engine: libovs-vhost.  No dependency on Open vSwitch or DPDK.
 
 # All of the engine, as a convenience library: the installed library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Guarded mappings: see guest-mem-guard.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Guarded mappings: what keeps a frontend that shrinks a file it shared
  * with us (ftruncate() of a guest memory memfd after SET_MEM_TABLE or

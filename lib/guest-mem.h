@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Guest memory table: the regions a frontend shares with SET_MEM_TABLE or
  * ADD_MEM_REG, mapped into this process.

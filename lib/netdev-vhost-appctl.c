@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ovs-appctl commands for vhost-user ports:
  *

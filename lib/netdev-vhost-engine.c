@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The one ovs-vhost engine of an ovs-vswitchd: created by the first
  * vhost-user port (after daemonizing, never from a constructor), driven from

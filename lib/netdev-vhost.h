@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Open vSwitch netdev provider for vhost-user ports, served by the
  * ovs-vhost engine: the classes "dpdkvhostuser" (we listen) and

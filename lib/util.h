@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Small helpers shared by the engine's files: compile-time checks, array
  * sizes, branch hints and overflow-safe range tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cold paths of the data path: see vhost-cold.h.
  */

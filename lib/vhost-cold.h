@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Cold paths of the data path, out of line so that the burst loops stay
  * small in the instruction cache.  The hot code keeps an inline test for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The data path's public entry points (ovs-vhost/vhost.h, "Data path"):
  * find the vring, take its access lock, hand the burst to the function the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The device behind a vhost-user port: see vhost-dev.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The virtio-net device behind a vhost-user port: negotiated features, the
  * guest memory table, the queues, the dirty log and device attributes, and

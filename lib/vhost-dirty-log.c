@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Dirty-page logging: see vhost-dirty-log.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Dirty-page logging for live migration (vhost-user.rst, "Migration"):
  * with VHOST_F_LOG_ALL negotiated and a log shared by SET_LOG_BASE, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine's event loop: see vhost-engine.h and the public vhost.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine's event loop, as seen by the ports: fd watches on one epoll
  * set, one-shot timers, the engine mutex, and the list of ports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Feature sets the engine offers, and their names for status displays.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Logging for the engine: one process-wide handler (set by the embedder
  * through vhost_log_set_handler()), a level filter, and token-bucket rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vhost-user ports: sockets, connections and their lifecycle.  See
  * ovs-vhost/vhost.h for the API and vhost-port.h for the engine's side.

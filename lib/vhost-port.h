@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A vhost-user port: one socket (server or client), the connection to the
  * frontend behind it, and its device.  The public half of its API is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unix sockets for vhost-user: see vhost-socket.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unix stream sockets for vhost-user: listening with stale-socket
  * replacement, accepting and connecting, all non-blocking and

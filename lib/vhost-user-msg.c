@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vhost-user message framing and socket I/O: see vhost-user-msg.h.
  */

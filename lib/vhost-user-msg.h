@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vhost-user wire format (QEMU docs/interop/vhost-user.rst, "Message
  * specification") and non-blocking message I/O over a Unix socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vhost-user request handlers and the dispatch table: see vhost-user.h.
  *

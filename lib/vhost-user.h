@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vhost-user protocol handling: the dispatch table and one handler per
  * request (QEMU docs/interop/vhost-user.rst, "Front-end message types").

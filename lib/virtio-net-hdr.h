@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The virtio-net header (VIRTIO 1.2 §5.1.6) that precedes every packet in
  * a virtqueue, and its translation to and from struct vhost_offload.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The packed virtqueue's layout in guest memory (VIRTIO 1.2 §2.8): one
  * descriptor ring that driver and device both write, with avail/used flag

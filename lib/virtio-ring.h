@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The split virtqueue's layout in guest memory (VIRTIO 1.2 §2.7), as the
  * guest writes it, and the event-index test (§2.7.10).

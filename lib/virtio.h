@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Virtio and virtio-net constants (VIRTIO 1.2 §6 reserved feature bits,
  * §5.1.3 virtio-net feature bits, §2.7 split ring flags).  Defined here so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Packed virtqueue data path (VIRTIO 1.2 §2.8): see virtq-packed.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The packed virtqueue data path (VIRTIO 1.2 §2.8): burst dequeue from the
  * guest's TX ring and burst enqueue into its RX ring, behind the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Packed ring position log: see virtq-poslog.h.
  */

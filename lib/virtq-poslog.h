@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Packed ring position log: where each of a port's packed rings stands,
  * kept in a small file that outlives the process, so that a backend that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Descriptor chains as segments: what the split and packed ring walkers
  * produce from the guest's descriptors, and what the copy loops and cold

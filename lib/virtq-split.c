@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Split virtqueue data path: see virtq-split.h.
  *

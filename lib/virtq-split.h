@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The split virtqueue data path (VIRTIO 1.2 §2.7): burst dequeue from the
  * guest's TX ring and burst enqueue into its RX ring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Virtqueue state shared by the control plane and the data path: sizes,
  * indices, ring addresses (as the frontend gave them and as mapped here),

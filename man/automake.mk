@@ -1,3 +1,4 @@
+.\" SPDX-License-Identifier: Apache-2.0
 # Manual pages.  man/*.in are roff; configure substitutes the version
 # (AC_CONFIG_FILES), so the pages are made in the build directory.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The RPM spec: configure makes rhel/ovs-vhost.spec (version substituted);
 # both ship in the tarball, so `rpmbuild -ta` works on it.
 EXTRA_DIST += \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests: C test drivers wrapped by an autotest testsuite, as in Open vSwitch.
 #
 # `make check` builds the drivers and runs tests/testsuite through

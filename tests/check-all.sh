@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Sets up a fresh Debian 12 machine and runs every test, as CI does:
 #
 #   1. installs the build and test dependencies (utilities/install-deps.sh)

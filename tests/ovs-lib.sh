@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ovs-lib.sh -- run ovsdb-server and this build's ovs-vswitchd in a private
 # directory, for shell tests, the demo and the benchmark.
 #

@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages, end to end, as an operator meets them.  As root on
 # Debian 12 with Debian's openvswitch-source and dpdk-testpmd (what
 # utilities/install-deps.sh installs):

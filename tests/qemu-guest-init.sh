@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # /init of the ovs-vhost test guest (busybox ash), built into the initramfs
 # by tests/qemu-guest.sh.  See tests/README-qemu.md.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qemu-guest-tool -- what the test guest's busybox cannot do.
  *
  * Built statically by tests/qemu-guest.sh and put in the guest's

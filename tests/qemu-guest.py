@@ -1,4 +1,5 @@
 #! /usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Talks to a test guest's QEMU: its QMP socket and the guest's command port.
 
     qemu-guest.py qmp SOCKET COMMAND [ARGUMENTS-JSON] [--timeout SECS]

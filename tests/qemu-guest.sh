@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # qemu-guest.sh -- builds the test guest: a Debian kernel and a busybox
 # initramfs, cached, for the QEMU tests (tests/qemu.at, tests/qemu-lib.sh).
 #

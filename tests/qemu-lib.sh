@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # qemu-lib.sh -- run Linux guests under QEMU as vhost-user frontends, from
 # shell tests (tests/qemu.at) and by hand.  See tests/README-qemu.md.
 #

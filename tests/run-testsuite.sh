@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs the autotest testsuite given as $1 with the remaining arguments, and
 # closes with one summary line: "N passed, N failed, N skipped".
 # The exit status is the testsuite's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The work budget of a burst (lib/virtq-segs.h): a guest alone must not
  * make a burst cost milliseconds (issue 19, finding 3).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Adversarial tests of the control plane (issue 19): message sequences
  * that change a ring under the data path, and fds that are not eventfds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Adversarial tests: a frontend that shrinks an fd it shared after the
  * engine mapped it (issue 19, finding 4), run from tests/adversarial.at.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Adversarial tests: a connection that holds a server port without being
  * a working frontend (issue 19, finding 7).

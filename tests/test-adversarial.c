@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Adversarial tests: the bug classes of /work/shared/ANCHORS.md ("Bug
  * classes a backend must survive") that no other test file covers, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Concurrency tests: the control plane and the data path at the same
  * time, for ThreadSanitizer (tests/concurrency.at; tests/check-all.sh

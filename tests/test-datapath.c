@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Data path tests: vhost_dequeue_burst() and vhost_enqueue_burst() on split
  * virtqueues, against the model guest driver in test-frontend.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The dirty log, proven directly (issue 18): traffic on every ring layout
  * and buffer shape while the frontend logs, in a build configured with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test-engine: the C test driver.  "test-engine NAME" runs one test;
  * "test-engine --list" lists them; "test-engine --all" runs each in a child

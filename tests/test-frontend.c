@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tfe: a test model of a vhost-user frontend.  See test-frontend.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tfe: a test model of the other side of a vhost-user connection, the
  * virtio driver and its vhost-user frontend (what QEMU or DPDK virtio-user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the guest memory table (lib/guest-mem.[ch]), called
  * directly, without a socket.  The regions are real memfds from a tfe_mem,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Packed virtqueue tests: vhost_dequeue_burst() and vhost_enqueue_burst()
  * when VIRTIO_F_RING_PACKED is negotiated, against the model packed-ring

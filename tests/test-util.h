@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by the C test drivers: check macros that report file:line
  * with expected and actual values, process-wide resource counts (fds,

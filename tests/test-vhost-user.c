@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the vhost-user message reader and writer
  * (lib/vhost-user-msg.[ch]) over a socketpair, without an engine.  The

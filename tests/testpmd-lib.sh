@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # testpmd-lib.sh -- run dpdk-testpmd as a vhost-user peer from shell tests.
 #
 # Source this file (". tests/testpmd-lib.sh") from autotest tests or demo

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Utilities built on the engine.
 
 bin_PROGRAMS += utilities/ovs-vhost-fwd

@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing ovs-vhost needs on Debian 12, as root.
 # Safe to run again: packages already there are skipped by apt-get.
 set -e

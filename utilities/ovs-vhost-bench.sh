@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # ovs-vhost-bench.sh -- ovs-vhost-fwd against DPDK's vhost PMD, side by side.
 #
 # The same frontend, DPDK testpmd with two virtio-user ports in io

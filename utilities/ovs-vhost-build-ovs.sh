@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds Open vSwitch from Debian's openvswitch-source package, once, and
 # prints the directory of the cached build on stdout.
 #

@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The main job, on a fresh Debian 12 machine as root: an Open vSwitch
 # sandbox whose vhost-user ports are served by ovs-vhost.
 #

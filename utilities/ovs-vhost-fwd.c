@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ovs-vhost-fwd: a packet forwarder built on the ovs-vhost engine.
  *

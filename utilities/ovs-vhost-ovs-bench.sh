@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # ovs-vhost-ovs-bench.sh -- this build's ovs-vswitchd against Debian's
 # OVS-DPDK, side by side, with the same frontend, flows and PMD core.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ovs-vswitchd with the vhost-user provider: Open vSwitch's own vswitchd
 # sources, referenced in the OVS tree given to configure (--with-ovs-source)
 # through the thin wrappers here, linked with OVS's libraries and with
@@ -26,6 +27,9 @@ noinst_LTLIBRARIES += lib/libnetdev-vhost.la
 lib_libnetdev_vhost_la_SOURCES = \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-datapath.c \
+	lib/netdev-vhost-private.h \
+	lib/netdev-vhost-stats.c \
 	lib/netdev-vhost-appctl.c \
 	lib/netdev-vhost-engine.c
 lib_libnetdev_vhost_la_CPPFLAGS = $(OVS_CPPFLAGS)
@@ -51,5 +55,8 @@ EXTRA_DIST += \
 	vswitchd/ovs-vswitchd-vhost.c \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-datapath.c \
+	lib/netdev-vhost-private.h \
+	lib/netdev-vhost-stats.c \
 	lib/netdev-vhost-appctl.c \
 	lib/netdev-vhost-engine.c

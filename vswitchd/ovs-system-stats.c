@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Open vSwitch's vswitchd/system-stats.c, compiled unchanged from the OVS
  * source tree given to configure. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ovs-vswitchd with vhost-user ports served by ovs-vhost.
  *

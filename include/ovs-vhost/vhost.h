@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ovs-vhost: an embeddable vhost-user backend engine.
  *

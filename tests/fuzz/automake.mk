@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzing: libFuzzer targets for the message stream, both ring layouts,
 # the virtio-net header parser, split against packed, and message
 # sequences against a live data path (tests/fuzz/*.c, README "Security").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: split against packed.  The same descriptor chains (direct
  * or through an indirect table, good or bad) are laid out in a split ring

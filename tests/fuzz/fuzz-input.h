@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-input: reading a fuzzer's input as a stream of integers and byte
  * strings, for the targets in tests/fuzz/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-main: a main() for the fuzz targets when they are not built with
  * libFuzzer, so that `make check` (gcc and ASan builds alike) replays the

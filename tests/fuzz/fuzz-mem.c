@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Guest memory for the ring fuzzers: see fuzz-mem.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-mem: guest memory for the ring fuzzers: a few fixed layouts of
  * memfd-backed regions, with gaps, regions adjacent in guest physical

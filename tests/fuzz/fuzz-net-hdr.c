@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: the virtio-net header and offload parser (VIRTIO 1.2
  * §5.1.6, lib/virtio-net-hdr.h).  A header from the guest is parsed into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: the packed ring (VIRTIO 1.2 §2.8).  Dequeue and enqueue
  * bursts over a fuzzed descriptor ring (flags, wrap counters, buffer ids,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz-ring: the harness the ring fuzzers share.  It sets up a virtqueue
  * of the engine's (struct virtq, lib/virtq.h) directly over fuzz-mem

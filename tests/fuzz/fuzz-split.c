@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: the split ring (VIRTIO 1.2 §2.7).  Dequeue and enqueue
  * bursts over fuzzed descriptor tables, avail rings, buffer contents and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: the vhost-user message stream, through the real reader
  * (lib/vhost-user-msg.c), dispatch table and handlers (lib/vhost-user.c)

@@ -1,4 +1,5 @@
 #! /bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs libFuzzer targets for a bounded time each, as `make fuzz` does:
 #
 #   run-fuzz.sh --bin DIR --srcdir DIR --out DIR --time SECONDS TARGET...
