@@ -20,14 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "connectivity.h"
 #include "coverage.h"
 #include "dirs.h"
 #include "dp-packet.h"
 #include "dpif-netdev.h"
 #include "fatal-signal.h"
 #include "netdev-provider.h"
-#include "seq.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
 #include "openvswitch/token-bucket.h"
@@ -317,25 +315,6 @@ netdev_vhost_rx_offload(struct dp_packet *b, const struct vhost_pkt *p)
     }
 }
 
-/* After a device becomes ready (a new frontend, a reconnect, or the
- * destination of a live migration), its first burst moves the guest's MAC
- * in the bridge's MAC learning table (the engine's RARP, the guest's
- * gratuitous ARP or any first packet), from the PMD's upcall.  OVS only
- * revalidates the datapath flows that still send to the old port when its
- * main thread runs, which may be half a second later: the guest loses
- * replies for that long.  So, on the poll after that first burst, wake the
- * main thread.  'wake' is dev->learn_wake as read; 'n' the burst size. */
-static void
-netdev_vhost_learn_wake__(struct netdev_vhost *dev, int wake, unsigned int n)
-{
-    if (wake == 1) {
-        atomic_store_relaxed(&dev->learn_wake, 0);
-        seq_change(connectivity_seq_get());
-    } else if (n) {
-        atomic_store_relaxed(&dev->learn_wake, 1);
-    }
-}
-
 int
 netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
                       int *qfill)
@@ -379,11 +358,6 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
     }
     unsigned int n = vhost_dequeue_burst(dev->port, qp, rxq->pkts,
                                          NETDEV_MAX_BURST, &alloc);
-    int wake;
-    atomic_read_relaxed(&dev->learn_wake, &wake);
-    if (OVS_UNLIKELY(wake)) {
-        netdev_vhost_learn_wake__(dev, wake, n);
-    }
     if (!n) {
         return EAGAIN;
     }

@@ -109,9 +109,6 @@ struct netdev_vhost {
     atomic_bool rxq_enabled[VHOST_MAX_QUEUE_PAIRS];
     atomic_int tx_map[NETDEV_VHOST_MAX_TXQ];   /* -1: no guest queue. */
     atomic_int max_frame;           /* MTU plus Ethernet and VLAN. */
-    atomic_int learn_wake;          /* 2: device just ready; 1: its first
-                                     * burst went through MAC learning,
-                                     * wake the main thread; 0: done. */
     atomic_int tx_retries_max;
     atomic_bool tx_offloads;        /* Guest takes partial csum and TSO. */
     struct netdev_vhost_txlock txlocks[VHOST_MAX_QUEUE_PAIRS];

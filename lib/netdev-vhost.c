@@ -356,9 +356,6 @@ netdev_vhost_cb_device_ready(struct vhost_port *port, void *dev_)
     ovs_mutex_lock(&dev->mutex);
     int n_qp = MIN(MAX((info.n_queues + 1) / 2, 1), VHOST_MAX_QUEUE_PAIRS);
     dev->device_ready = true;
-    /* A migrated guest's first packets (its announcement) move its MAC
-     * here: see netdev_vhost_learn_wake__(). */
-    atomic_store_relaxed(&dev->learn_wake, 2);
     dev->guest_features = info.features;
     dev->guest_n_qp = n_qp;
     if (dev->requested_n_rxq != n_qp) {
