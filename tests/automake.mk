@@ -23,6 +23,7 @@ TESTSUITE_AT = \
 	tests/ovs.at \
 	tests/qemu.at \
 	tests/qemu-lifecycle.at \
+	tests/qemu-migration.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk

@@ -52,7 +52,8 @@
 #                                   and the event's data (default 60 s)
 #   qemu_running NAME DIR
 #   qemu_pid NAME DIR
-#   qemu_stop NAME DIR              saves dmesg.log, then QMP quit, then
+#   qemu_stop NAME DIR              saves dmesg.log (if the guest runs),
+#                                   then QMP quit, then
 #                                   SIGTERM after 10 s, SIGKILL after 20 s
 #   qemu_kill NAME DIR              SIGKILL, for crash tests
 #   qemu_stop_all DIR               every guest under DIR (for traps)
@@ -213,7 +214,11 @@ qemu_kill () {
 qemu_stop () {
     local name=$1 dir=$2/qemu-$1 pid
     qemu_running "$name" "$2" || return 0
-    qemu_ctl "$name" "$2" 'dmesg' 10 > "$dir/dmesg.log" 2>&1
+    # A paused guest (a migration's source, once done) cannot answer.
+    if qemu_qmp "$name" "$2" query-status '' 5 2>/dev/null \
+            | grep -q '"running": true'; then
+        qemu_ctl "$name" "$2" 'dmesg' 10 > "$dir/dmesg.log" 2>&1
+    fi
     qemu_qmp "$name" "$2" quit '' 5 >/dev/null 2>&1
     _qemu_wait_exit "$name" "$2" 10 && return 0
     pid=$(qemu_pid "$name" "$2")

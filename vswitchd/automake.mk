@@ -27,6 +27,9 @@ noinst_LTLIBRARIES += lib/libnetdev-vhost.la
 lib_libnetdev_vhost_la_SOURCES = \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-datapath.c \
+	lib/netdev-vhost-private.h \
+	lib/netdev-vhost-stats.c \
 	lib/netdev-vhost-appctl.c \
 	lib/netdev-vhost-engine.c
 lib_libnetdev_vhost_la_CPPFLAGS = $(OVS_CPPFLAGS)
@@ -52,5 +55,8 @@ EXTRA_DIST += \
 	vswitchd/ovs-vswitchd-vhost.c \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-datapath.c \
+	lib/netdev-vhost-private.h \
+	lib/netdev-vhost-stats.c \
 	lib/netdev-vhost-appctl.c \
 	lib/netdev-vhost-engine.c
