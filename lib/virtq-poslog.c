@@ -244,6 +244,22 @@ virtq_poslog_strays__(const struct virtq *vq)
     return n;
 }
 
+/* True if a backend ran 'vq' since its driver set it up: the first burst
+ * after every start writes VRING_PACKED_EVENT_FLAG_DISABLE into the
+ * device event area (virtq-packed.c), which only the device writes
+ * (§2.8.10) and a driver setting a ring up zeroes.  A guest that resets
+ * the device while no backend runs (a reboot, a driver reload) may put
+ * its new rings at the old addresses in the same memory file, so the
+ * log's identity matches a ring that is not the logged one. */
+static bool
+virtq_poslog_ran__(const struct virtq *vq)
+{
+    const struct vring_packed_event *device = vq->used;
+
+    return device && __atomic_load_n(&device->flags, __ATOMIC_RELAXED)
+                     == VRING_PACKED_EVENT_FLAG_DISABLE;
+}
+
 /* Called as packed ring 'vq' starts (SET_VRING_KICK), with its access lock
  * held, its base set and its addresses mapped through 'mem': claims
  * 'vq''s slot for this ring.  If the slot holds a started ring of the
@@ -266,7 +282,13 @@ virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
     }
 
     uint32_t base = virtq_get_base(vq);
-    if (slot->started && virtq_poslog_same_ring__(slot, &id)) {
+    if (slot->started && virtq_poslog_same_ring__(slot, &id)
+        && !virtq_poslog_ran__(vq)) {
+        VLOG_INFO("%s: vring %u: the logged ring's device area was never "
+                  "written: the driver set the ring up afresh (a reset "
+                  "while no backend ran); keeping the frontend's base %#"
+                  PRIx32, vq->name, vq->index, base);
+    } else if (slot->started && virtq_poslog_same_ring__(slot, &id)) {
         uint32_t pos = virtq_poslog_finish__(vq, slot->pos);
         uint16_t avail = pos, used = pos >> 16;
 

@@ -3662,6 +3662,37 @@ test_restart_clean(void)
     free(state);
 }
 
+/* The backend dies and, while it is down, the guest resets the device
+ * (a reboot, a driver reload): QEMU keeps the same memory file and the
+ * driver allocates its rings at the same addresses, so the log's identity
+ * still matches, but the rings are fresh (zeroed, QEMU's base the initial
+ * one).  The successor must not move them to the old rings' positions:
+ * the device would wait at a slot the new driver has not reached and the
+ * queue would stall. */
+static void
+test_restart_guest_reset(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("greset.rings");
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-greset", &cfg);
+    for (int i = 0; i < 40; i++) {
+        roundtrip(&pk, i % 2, "traffic");
+    }
+    tu_log("the backend dies; the guest resets its rings meanwhile");
+    for (unsigned int q = 0; q < 4; q++) {
+        tfe_vq_reset(&pk.vq[q]);
+    }
+    TU_CHECK_EQ(backend_restart(&pk, "restart-greset", &cfg, NULL), 0);
+    roundtrip(&pk, 0, "after the restart");
+    roundtrip(&pk, 1, "after the restart");
+    pk_finish(&pk);
+    unlink(state);
+    free(state);
+}
+
 #define CHECK_ACK(EXPR) TU_CHECK_EQ((EXPR), 0)
 #define CHECK_NACK(EXPR) TU_CHECK_EQ((EXPR), TFE_NACK)
 
@@ -5109,6 +5140,8 @@ const struct tu_test tu_packed_tests[] = {
       "backend killed before logging a write-back: said and counted" },
     { "pk-restart-clean", test_restart_clean,
       "after GET_VRING_BASE nothing is recovered; the log is removed" },
+    { "pk-restart-guest-reset", test_restart_guest_reset,
+      "guest resets while the backend is down: nothing is recovered" },
     { "pk-vring-base", test_vring_base,
       "SET_VRING_BASE: bad values rejected, good ones start traffic" },
     { "pk-no-vring-base", test_no_vring_base,
