@@ -321,13 +321,14 @@ virtq_packed_shadow_init__(struct virtq_packed_shadow *sh)
  * before the store that hands a burst's used descriptors to the driver:
  * see virtq-poslog.h, "Exactness". */
 static inline void
-virtq_packed_poslog__(struct virtq *vq)
+virtq_packed_poslog__(struct virtq *vq, uint16_t head_id, uint32_t head_len)
 {
     if (OVS_UNLIKELY(vq->poslog)) {
         uint32_t now = (vq->last_avail_idx | vq->avail_wrap_counter << 15)
                        | (uint32_t) (vq->last_used_idx
                                      | vq->used_wrap_counter << 15) << 16;
-        virtq_poslog_store(vq->poslog, &vq->poslog_last, now);
+        virtq_poslog_store(vq->poslog, &vq->poslog_last, now, head_id,
+                           head_len);
     }
 }
 
@@ -351,8 +352,6 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     uint16_t flags = vq->used_wrap_counter
                      ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
                      : 0;
-    ring[idx].id = sh->last_id;
-    ring[idx].len = 0;
     /* 'count' is at most VIRTQ_PACKED_SHADOW_SIZE chains of at most the
      * ring each, but the positions they took are consecutive and at most
      * one lap: the avail position moved past them the same way. */
@@ -363,7 +362,12 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
                                step, vq->size);
         sh->count -= step;
     }
-    virtq_packed_poslog__(vq);
+    /* The head's id and length only after the log: until it is written,
+     * the successor of a killed process walks this slot again as the
+     * driver made it available (virtq-poslog.h, "Exactness"). */
+    virtq_packed_poslog__(vq, sh->last_id, 0);
+    ring[idx].id = sh->last_id;
+    ring[idx].len = 0;
     /* The id before the flags that hand the descriptor to the driver:
      * pairs with the driver's read barrier between seeing the flags used
      * and reading the id. */
@@ -379,7 +383,8 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
 }
 
 /* Writes the shadow used descriptors that are not in the ring yet, every
- * field of them but the burst's first descriptor's flags.  §2.8.5: a used
+ * field of them but the burst's first descriptor's (its id, length and
+ * flags: virtq_packed_flush_used__()).  §2.8.5: a used
  * descriptor has AVAIL and USED both equal to the device's wrap counter.
  * The driver polls the first one, so it sees none of the others before
  * virtq_packed_flush_used__() hands it over.  Called as the burst goes,
@@ -402,12 +407,14 @@ virtq_packed_write_used__(struct virtq *vq, struct virtq_ctx *ctx,
             flags |= VRING_DESC_F_WRITE;
         }
 
-        ring[idx].id = u->id;
-        ring[idx].len = u->len;
         if (i == 0) {
+            /* Its id and length too wait for virtq_packed_flush_used__():
+             * see there. */
             sh->head_idx = idx;
             sh->head_flags = flags;
         } else {
+            ring[idx].id = u->id;
+            ring[idx].len = u->len;
             __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELAXED);
         }
         VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
@@ -436,7 +443,12 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
         return;
     }
     virtq_packed_write_used__(vq, ctx, sh);
-    virtq_packed_poslog__(vq);
+    /* The head's id and length only after the log: until it is written,
+     * the successor of a killed process walks the head slot again as the
+     * driver made it available (virtq-poslog.h, "Exactness"). */
+    virtq_packed_poslog__(vq, sh->elems[0].id, sh->elems[0].len);
+    ring[sh->head_idx].id = sh->elems[0].id;
+    ring[sh->head_idx].len = sh->elems[0].len;
     /* The one barrier of the write-back: every descriptor above before
      * the head's flags (pairs with the driver's read barrier between
      * seeing the head used and reading the descriptors). */

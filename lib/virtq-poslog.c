@@ -21,7 +21,7 @@
 #include "virtio-ring-packed.h"
 #include "virtq.h"
 
-#define VIRTQ_POSLOG_MAGIC "ovsvhpl1"
+#define VIRTQ_POSLOG_MAGIC "ovsvhpl2"
 
 /* The file: a header line's worth, then a slot per queue. */
 struct virtq_poslog_file {
@@ -184,10 +184,11 @@ virtq_poslog_used_in__(uint16_t flags, bool wrap)
 /* Finishes the burst that 'vq''s slot position 'pos' records, if the
  * backend died before handing it over (see "Exactness" in
  * virtq-poslog.h), and returns where the ring stands: the end of that
- * burst.  Guest-controlled: the head descriptor's flags and length, read
- * once; whatever they say, only flags go back into the guest's ring. */
+ * burst.  'head' is the logged head used descriptor (its id and length).
+ * Guest-controlled: the head descriptor's flags, read once; whatever
+ * they say, only the logged head goes back into the guest's ring. */
 static uint32_t
-virtq_poslog_finish__(const struct virtq *vq, uint64_t pos)
+virtq_poslog_finish__(const struct virtq *vq, uint64_t pos, uint64_t head)
 {
     uint32_t before = pos, after = pos >> 32;
     uint16_t used = before >> 16;
@@ -203,16 +204,18 @@ virtq_poslog_finish__(const struct virtq *vq, uint64_t pos)
      * slot available in this lap, set it to the opposite, and making it
      * available again in the next lap sets it as the device did. */
     if (!!(flags & VRING_PACKED_DESC_F_USED) != wrap) {
-        uint32_t len = __atomic_load_n(&ring[idx].len, __ATOMIC_RELAXED);
-        uint16_t head = wrap ? VRING_PACKED_DESC_F_AVAIL
-                               | VRING_PACKED_DESC_F_USED : 0;
+        uint32_t len = head >> 32;
+        uint16_t hflags = wrap ? VRING_PACKED_DESC_F_AVAIL
+                                 | VRING_PACKED_DESC_F_USED : 0;
 
         if (len) {
-            head |= VRING_DESC_F_WRITE;
+            hflags |= VRING_DESC_F_WRITE;
         }
-        /* Its id and length were written before the log was: hand it
-         * over as the dead burst would have. */
-        __atomic_store_n(&ring[idx].flags, head, __ATOMIC_RELEASE);
+        /* Its id and length, logged with the positions, may or may not
+         * be in the ring yet: hand it over as the dead burst would have. */
+        ring[idx].id = (uint16_t) head;
+        ring[idx].len = len;
+        __atomic_store_n(&ring[idx].flags, hflags, __ATOMIC_RELEASE);
         VLOG_INFO("%s: vring %u: the last burst's used descriptors were "
                   "written but not handed over; handing them over",
                   vq->name, vq->index);
@@ -244,6 +247,22 @@ virtq_poslog_strays__(const struct virtq *vq)
     return n;
 }
 
+/* True if a backend ran 'vq' since its driver set it up: the first burst
+ * after every start writes VRING_PACKED_EVENT_FLAG_DISABLE into the
+ * device event area (virtq-packed.c), which only the device writes
+ * (§2.8.10) and a driver setting a ring up zeroes.  A guest that resets
+ * the device while no backend runs (a reboot, a driver reload) may put
+ * its new rings at the old addresses in the same memory file, so the
+ * log's identity matches a ring that is not the logged one. */
+static bool
+virtq_poslog_ran__(const struct virtq *vq)
+{
+    const struct vring_packed_event *device = vq->used;
+
+    return device && __atomic_load_n(&device->flags, __ATOMIC_RELAXED)
+                     == VRING_PACKED_EVENT_FLAG_DISABLE;
+}
+
 /* Called as packed ring 'vq' starts (SET_VRING_KICK), with its access lock
  * held, its base set and its addresses mapped through 'mem': claims
  * 'vq''s slot for this ring.  If the slot holds a started ring of the
@@ -266,8 +285,14 @@ virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
     }
 
     uint32_t base = virtq_get_base(vq);
-    if (slot->started && virtq_poslog_same_ring__(slot, &id)) {
-        uint32_t pos = virtq_poslog_finish__(vq, slot->pos);
+    if (slot->started && virtq_poslog_same_ring__(slot, &id)
+        && !virtq_poslog_ran__(vq)) {
+        VLOG_INFO("%s: vring %u: the logged ring's device area was never "
+                  "written: the driver set the ring up afresh (a reset "
+                  "while no backend ran); keeping the frontend's base %#"
+                  PRIx32, vq->name, vq->index, base);
+    } else if (slot->started && virtq_poslog_same_ring__(slot, &id)) {
+        uint32_t pos = virtq_poslog_finish__(vq, slot->pos, slot->head);
         uint16_t avail = pos, used = pos >> 16;
 
         if (pos == base) {

@@ -107,7 +107,10 @@ struct virtq_poslog_slot {
     uint64_t device_gpa;
     uint64_t mem_dev;           /* The file behind the guest memory region */
     uint64_t mem_ino;           /* that holds the descriptor ring. */
-    uint64_t pad1;
+
+    /* Data path: the used descriptor that 'pos''s burst puts at its start,
+     * its buffer id in bits 0..15 and its length in bits 32..63. */
+    uint64_t head;
 };
 BUILD_ASSERT_DECL(sizeof(struct virtq_poslog_slot) == 64);
 
@@ -135,13 +138,16 @@ void virtq_poslog_stop(struct virtq *);
  * holds the access lock. */
 static inline void
 virtq_poslog_store(struct virtq_poslog_slot *slot, uint32_t *lastp,
-                   uint32_t now)
+                   uint32_t now, uint16_t head_id, uint32_t head_len)
 {
-    /* Before the release store of the head's flags that follows, and
-     * ordered before it by that release: if the driver can see the burst,
-     * the log says so. */
-    __atomic_store_n(&slot->pos, (uint64_t) now << 32 | *lastp,
+    /* The head's id and length before the positions that point at them
+     * (the release; a plain store on x86), and both before the head's
+     * own id, length and flags, which the caller writes next: if any of
+     * those is in the ring, the log says what all of them are. */
+    __atomic_store_n(&slot->head, (uint64_t) head_len << 32 | head_id,
                      __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->pos, (uint64_t) now << 32 | *lastp,
+                     __ATOMIC_RELEASE);
     *lastp = now;
 }
 

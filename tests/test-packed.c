@@ -31,6 +31,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -3662,6 +3663,83 @@ test_restart_clean(void)
     free(state);
 }
 
+/* The backend dies and, while it is down, the guest resets the device
+ * (a reboot, a driver reload): QEMU keeps the same memory file and the
+ * driver allocates its rings at the same addresses, so the log's identity
+ * still matches, but the rings are fresh (zeroed, QEMU's base the initial
+ * one).  The successor must not move them to the old rings' positions:
+ * the device would wait at a slot the new driver has not reached and the
+ * queue would stall. */
+static void
+test_restart_guest_reset(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("greset.rings");
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-greset", &cfg);
+    for (int i = 0; i < 40; i++) {
+        roundtrip(&pk, i % 2, "traffic");
+    }
+    tu_log("the backend dies; the guest resets its rings meanwhile");
+    for (unsigned int q = 0; q < 4; q++) {
+        tfe_vq_reset(&pk.vq[q]);
+    }
+    TU_CHECK_EQ(backend_restart(&pk, "restart-greset", &cfg, NULL), 0);
+    roundtrip(&pk, 0, "after the restart");
+    roundtrip(&pk, 1, "after the restart");
+    pk_finish(&pk);
+    unlink(state);
+    free(state);
+}
+
+/* The backend dies in a one-chain burst after logging it and before
+ * writing anything of its used descriptor into the head slot, which then
+ * reads as the driver made it available: buffer length and all.  Its
+ * successor hands it over as the dead burst would have, with the logged
+ * id and length (0: a transmit chain), and the packet does not come out
+ * twice.  (Before the head's id and length went after the log, a kill
+ * between them and the log left a head slot the successor walked again
+ * with the used length, 0, as its buffer length: the packet was lost and
+ * the guest blamed, "chain shorter than the header".) */
+static void
+test_restart_head_unwritten(void)
+{
+    struct pk_cfg cfg = cfg_sized(PK_FULL, 33);
+    char *state = tu_path("unwritten.rings");
+    struct tfe_buf_opts o = { .n_descs = 1 };
+    struct vhost_pkt out[8];
+    struct tfe_vq *tx;
+    struct pk pk;
+
+    cfg.state_path = state;
+    pk_start(&pk, "restart-unwritten", &cfg);
+    tx = &pk.vq[TX(0)];
+    for (int i = 0; i < 5; i++) {
+        roundtrip(&pk, 0, "traffic");
+    }
+    uint8_t *pkt = new_pkt(&pk, 300, MAC_UNICAST);
+    int id = tx_post(&pk, 0, NULL, pkt, 300, &o);
+    unsigned int head = tx->next_used;
+    struct tfe_pdesc avail = tx->pdesc[head];
+    TU_CHECK_EQ(dq(&pk, 0, out, 8), 1);
+    release_pkts(out, 8);
+    tu_log("the head slot %u put back as the driver made it available "
+           "(length %u)", head, avail.len);
+    tx->pdesc[head] = avail;
+    expect_no_used(tx);
+    TU_CHECK(backend_restart(&pk, "restart-unwritten", &cfg, NULL) >= 1);
+    TU_CHECK_EQ(dq(&pk, 0, out, 8), 0);
+    expect_used(tx, id, 0);
+    expect_no_used(tx);
+    roundtrip(&pk, 0, "after the restart");
+    free(pkt);
+    pk_finish(&pk);
+    unlink(state);
+    free(state);
+}
+
 #define CHECK_ACK(EXPR) TU_CHECK_EQ((EXPR), 0)
 #define CHECK_NACK(EXPR) TU_CHECK_EQ((EXPR), TFE_NACK)
 
@@ -5109,6 +5187,10 @@ const struct tu_test tu_packed_tests[] = {
       "backend killed before logging a write-back: said and counted" },
     { "pk-restart-clean", test_restart_clean,
       "after GET_VRING_BASE nothing is recovered; the log is removed" },
+    { "pk-restart-guest-reset", test_restart_guest_reset,
+      "guest resets while the backend is down: nothing is recovered" },
+    { "pk-restart-head-unwritten", test_restart_head_unwritten,
+      "killed after the log, before the head's id/len: handed over" },
     { "pk-vring-base", test_vring_base,
       "SET_VRING_BASE: bad values rejected, good ones start traffic" },
     { "pk-no-vring-base", test_no_vring_base,
