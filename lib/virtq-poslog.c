@@ -205,12 +205,8 @@ virtq_poslog_finish__(struct virtq *vq, uint64_t pos, uint64_t head)
      * available again in the next lap sets it as the device did. */
     if (!!(flags & VRING_PACKED_DESC_F_USED) != wrap) {
         uint32_t len = head >> 32;
-        uint16_t hflags = wrap ? VRING_PACKED_DESC_F_AVAIL
-                                 | VRING_PACKED_DESC_F_USED : 0;
+        uint16_t hflags = vring_packed_used_flags(wrap, len);
 
-        if (len) {
-            hflags |= VRING_DESC_F_WRITE;
-        }
         /* Its id and length, logged with the positions, may or may not
          * be in the ring yet: hand it over as the dead burst would have. */
         ring[idx].id = (uint16_t) head;
