@@ -135,14 +135,15 @@ AC_DEFUN([OVS_VHOST_CHECK_OVS_COMPAT], [
   AS_IF([test "$ovs_vhost_cv_dp_packet_tso_segsz" = yes],
     [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_DP_PACKET_TSO_SEGSZ"])
 
-  dnl OVS 3.3 marks tunnelled packets' offloads (inner headers); a packet
-  dnl with those flags is left to OVS's software fallback, since the port
-  dnl offers no tunnel offload.
+  dnl OVS 3.3 offloads a tunnelled packet's inner checksum: the flags then
+  dnl name the inner headers (dp_packet_inner_l3/l4()).
   AC_CACHE_CHECK([whether dp_packet has tunnel offload flags],
     [ovs_vhost_cv_dp_packet_tunnel_ol],
     [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([ovs_vhost_prologue],
        [[uint64_t f = DP_PACKET_OL_TX_TUNNEL_VXLAN | DP_PACKET_OL_TX_TUNNEL_GENEVE;
-         (void) f;]])],
+         void *(*l3)(const struct dp_packet *) = dp_packet_inner_l3;
+         void *(*l4)(const struct dp_packet *) = dp_packet_inner_l4;
+         (void) f; (void) l3; (void) l4;]])],
        [ovs_vhost_cv_dp_packet_tunnel_ol=yes],
        [ovs_vhost_cv_dp_packet_tunnel_ol=no])])
   AS_IF([test "$ovs_vhost_cv_dp_packet_tunnel_ol" = yes],

@@ -105,7 +105,10 @@ tree=
 if [ "$want" = 3.1 ]; then
   tarball=${OVS_VHOST_OVS_TARBALL:-/usr/src/openvswitch/openvswitch.tar.gz}
   if [ ! -r "$tarball" ]; then
-    log "$tarball not found: install Debian 12's openvswitch-source package"
+    case $installed in
+      3.5.*) log "$tarball not found: the installed openvswitch-source is $installed, use --version 3.5" ;;
+      *) log "$tarball not found: install Debian 12's openvswitch-source package" ;;
+    esac
     exit 1
   fi
   version=$installed
