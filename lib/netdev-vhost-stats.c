@@ -234,8 +234,9 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
 }
 
 /* Status: the keys OVS-DPDK's vhost ports show, in the OVS release we
- * are built against (OVS 3.3 and later add their own generic
- * "tx_*_offload" keys before calling here). */
+ * are built against (OVS 3.5's netdev_get_status() adds its generic
+ * "tx_*_offload" keys itself, from netdev->ol_flags, before calling
+ * here). */
 int
 netdev_vhost_get_status(const struct netdev *netdev, struct smap *args)
 {
