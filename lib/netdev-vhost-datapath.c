@@ -40,6 +40,7 @@
 #include "timeval.h"
 #include "userspace-tso.h"
 #include "lib/util.h"          /* OVS's, not ours. */
+#include "lib/netdev-vhost-compat.h"
 #include "ovs-vhost/vhost.h"
 
 VLOG_DEFINE_THIS_MODULE(netdev_vhost_datapath);
@@ -189,6 +190,7 @@ netdev_vhost_take_cached(struct netdev_vhost_cache *cache,
     dp_packet_reset_offsets(b);
     dp_packet_reset_cutlen(b);
     dp_packet_reset_offload(b);
+    netdev_vhost_compat_reset_packet(b);
     b->packet_type = htonl(PT_ETH);
     pkt->data = dp_packet_data(b);
     pkt->size = NETDEV_VHOST_STD_ROOM;
@@ -309,9 +311,12 @@ netdev_vhost_rx_offload(struct dp_packet *b, const struct vhost_pkt *p)
     default:
         break;
     }
+    netdev_vhost_compat_rx_csum_partial(b, p->ol.csum_start,
+                                        p->ol.csum_offset);
     uint8_t gso = p->ol.gso_type & ~VHOST_GSO_ECN;
     if (gso == VHOST_GSO_TCPV4 || gso == VHOST_GSO_TCPV6) {
         dp_packet_hwol_set_tcp_seg(b);
+        netdev_vhost_compat_set_tso_segsz(b, p->ol.gso_size);
     }
 }
 
@@ -456,10 +461,10 @@ static bool NETDEV_VHOST_COLD
 netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
 {
     const char *eth = dp_packet_eth(b);
-    const char *l3 = dp_packet_l3(b);
-    const char *l4 = dp_packet_l4(b);
+    const char *l3, *l4;
     uint32_t size = dp_packet_size(b);
 
+    netdev_vhost_compat_tx_headers(b, &l3, &l4);
     if (!eth || !l3 || !l4 || l4 < l3 || l4 - eth >= size) {
         return false;
     }
@@ -470,6 +475,11 @@ netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
                             ? offsetof(struct tcp_header, tcp_csum)
                             : offsetof(struct udp_header, udp_csum);
         if (p->ol.csum_start + p->ol.csum_offset + 2 > size) {
+            return false;
+        }
+        if (!netdev_vhost_compat_tx_pseudo_csum(l3, l4 - l3,
+                                                CONST_CAST(char *, l4),
+                                                p->ol.csum_offset)) {
             return false;
         }
     }
@@ -487,7 +497,11 @@ netdev_vhost_tx_offload(struct dp_packet *b, struct vhost_pkt *p, int mtu)
         p->ol.gso_type = dp_packet_hwol_is_ipv4(b) ? VHOST_GSO_TCPV4
                                                    : VHOST_GSO_TCPV6;
         p->ol.hdr_len = hdr;
-        p->ol.gso_size = MAX(mtu - (hdr - (int) (l3 - eth)), 1);
+        /* OVS 3.3 and later keep the guest's or the sender's segment
+         * size; 3.1 none, so it follows from the MTU. */
+        uint16_t segsz = netdev_vhost_compat_get_tso_segsz(b);
+        p->ol.gso_size = segsz ? segsz : MAX(mtu - (hdr - (int) (l3 - eth)),
+                                             1);
     }
     return true;
 }

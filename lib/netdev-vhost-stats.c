@@ -38,6 +38,7 @@
 #include "sset.h"
 #include "timeval.h"
 #include "userspace-tso.h"
+#include "lib/netdev-vhost-compat.h"
 #include "lib/util.h"          /* OVS's, not ours. */
 #include "ovs-vhost/vhost.h"
 
@@ -232,7 +233,10 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
     return 0;
 }
 
-/* Status: the keys OVS-DPDK's vhost ports show. */
+/* Status: the keys OVS-DPDK's vhost ports show, in the OVS release we
+ * are built against (OVS 3.5's netdev_get_status() adds its generic
+ * "tx_*_offload" keys itself, from netdev->ol_flags, before calling
+ * here). */
 int
 netdev_vhost_get_status(const struct netdev *netdev, struct smap *args)
 {
@@ -268,6 +272,19 @@ netdev_vhost_get_status(const struct netdev *netdev, struct smap *args)
             smap_add_nocopy(args, xasprintf("vring_%u_size", i),
                             xasprintf("%u", qi.size));
         }
+    }
+    if (NETDEV_VHOST_STATUS_QUEUES) {
+        /* As OVS-DPDK 3.3 and later: "userspace-tso" is "disabled" when
+         * userspace TSO is on but this guest took no segmentation
+         * offload, and is absent otherwise. */
+        ovs_mutex_lock(&dev->mutex);
+        bool tso = netdev->ol_flags & NETDEV_TX_OFFLOAD_TCP_TSO;
+        ovs_mutex_unlock(&dev->mutex);
+        if (userspace_tso_enabled() && !tso) {
+            smap_add(args, "userspace-tso", "disabled");
+        }
+        smap_add_format(args, "n_rxq", "%d", netdev->n_rxq);
+        smap_add_format(args, "n_txq", "%d", netdev->n_txq);
     }
     return 0;
 }

@@ -77,7 +77,75 @@ AC_DEFUN([OVS_VHOST_CHECK_OVS], [
             [AC_MSG_RESULT([no])
              AC_MSG_ERROR([$with_ovs_build is configured but not built (lib/libopenvswitch.la or vswitchd/ovs-vswitchd missing): run make there first])])
       AC_MSG_RESULT([$OVSBUILDDIR])
+      OVS_VHOST_CHECK_OVS_COMPAT
     ])
   AC_SUBST([OVSDIR])
   AC_SUBST([OVSBUILDDIR])
+  AC_SUBST([OVS_VERSION])
+  AC_SUBST([OVS_COMPAT_DEFS])
   AM_CONDITIONAL([HAVE_OVS], [test -n "$OVSDIR"])])
+
+dnl OVS_VHOST_CHECK_OVS_COMPAT: what differs between the Open vSwitch
+dnl releases the provider builds against (3.1 and 3.5), found by compiling
+dnl against the tree in OVSDIR/OVSBUILDDIR.  Each finding is a -D in
+dnl OVS_COMPAT_DEFS, for the provider's compile line only (it includes
+dnl OVS's config.h, not ours); lib/netdev-vhost-compat.h turns them into
+dnl one interface.  OVS_VERSION (e.g. 3.5.0) goes to tests/atlocal, for the
+dnl tests that compare against what this OVS shows.
+AC_DEFUN([OVS_VHOST_CHECK_OVS_COMPAT], [
+  AC_MSG_CHECKING([for the Open vSwitch version])
+  OVS_VERSION=`sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$OVSBUILDDIR/config.h"`
+  AS_CASE([$OVS_VERSION],
+    [[[0-9]*.[0-9]*.[0-9]*]], [AC_MSG_RESULT([$OVS_VERSION])],
+    [AC_MSG_RESULT([unknown])
+     AC_MSG_ERROR([no PACKAGE_VERSION in $OVSBUILDDIR/config.h])])
+  dnl MAJOR * 100 + MINOR: 301, 305.
+  ovs_vhost_ovs_num=`echo "$OVS_VERSION" | awk -F. '{ print $[]1 * 100 + $[]2 }'`
+  OVS_COMPAT_DEFS="-DNETDEV_VHOST_OVS_VERSION=$ovs_vhost_ovs_num"
+
+  save_CPPFLAGS=$CPPFLAGS
+  CPPFLAGS="$CPPFLAGS -I$OVSBUILDDIR -I$OVSBUILDDIR/include -I$OVSBUILDDIR/lib -I$OVSDIR -I$OVSDIR/include -I$OVSDIR/lib"
+  m4_define([ovs_vhost_prologue], [[#include <config.h>
+#include "dp-packet.h"
+#include "netdev-provider.h"]])
+
+  dnl OVS 3.3 moved a guest's partial checksum into the packet: the
+  dnl virtio-net header's csum_start and csum_offset go into dp_packet,
+  dnl and miniflow_extract() sets the L4 flags from them.
+  AC_CACHE_CHECK([whether struct dp_packet has csum_start],
+    [ovs_vhost_cv_dp_packet_csum_start],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([ovs_vhost_prologue],
+       [[struct dp_packet *p = 0; (void) sizeof p->csum_start;
+         (void) sizeof p->csum_offset;]])],
+       [ovs_vhost_cv_dp_packet_csum_start=yes],
+       [ovs_vhost_cv_dp_packet_csum_start=no])])
+  AS_IF([test "$ovs_vhost_cv_dp_packet_csum_start" = yes],
+    [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_DP_PACKET_CSUM_START"])
+
+  dnl OVS 3.3 carries a TSO packet's segment size in the packet
+  dnl (dp_packet_get/set_tso_segsz()), for its software segmentation.
+  AC_CACHE_CHECK([whether dp_packet has a TSO segment size],
+    [ovs_vhost_cv_dp_packet_tso_segsz],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([ovs_vhost_prologue],
+       [[void (*set)(struct dp_packet *, uint16_t) = dp_packet_set_tso_segsz;
+         uint16_t (*get)(const struct dp_packet *) = dp_packet_get_tso_segsz;
+         (void) set; (void) get;]])],
+       [ovs_vhost_cv_dp_packet_tso_segsz=yes],
+       [ovs_vhost_cv_dp_packet_tso_segsz=no])])
+  AS_IF([test "$ovs_vhost_cv_dp_packet_tso_segsz" = yes],
+    [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_DP_PACKET_TSO_SEGSZ"])
+
+  dnl OVS 3.3 offloads a tunnelled packet's inner checksum: the flags then
+  dnl name the inner headers (dp_packet_inner_l3/l4()).
+  AC_CACHE_CHECK([whether dp_packet has tunnel offload flags],
+    [ovs_vhost_cv_dp_packet_tunnel_ol],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([ovs_vhost_prologue],
+       [[uint64_t f = DP_PACKET_OL_TX_TUNNEL_VXLAN | DP_PACKET_OL_TX_TUNNEL_GENEVE;
+         void *(*l3)(const struct dp_packet *) = dp_packet_inner_l3;
+         void *(*l4)(const struct dp_packet *) = dp_packet_inner_l4;
+         (void) f; (void) l3; (void) l4;]])],
+       [ovs_vhost_cv_dp_packet_tunnel_ol=yes],
+       [ovs_vhost_cv_dp_packet_tunnel_ol=no])])
+  AS_IF([test "$ovs_vhost_cv_dp_packet_tunnel_ol" = yes],
+    [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_DP_PACKET_TUNNEL_OL"])
+  CPPFLAGS=$save_CPPFLAGS])

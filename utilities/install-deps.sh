@@ -6,7 +6,9 @@ set -e
 
 # openvswitch-source, libssl-dev, libcap-ng-dev: Open vSwitch 3.1, built
 # once by ovs-vhost-build-ovs.sh for the OVS provider (with the libraries
-# Debian's openvswitch-switch is built with: unbound, libxdp/libbpf, numa);
+# Debian's openvswitch-switch is built with: unbound, libxdp/libbpf, numa;
+# Debian 13's Open vSwitch 3.5, fetched by ovs-vhost-build-ovs.sh --version
+# 3.5, configures and builds with the same set on Debian 12);
 # iputils-ping for the OVS tests' pings between namespaces; dpkg-dev,
 # debhelper, lintian, man-db and groff-base for the package test
 # (tests/package-test.sh, which installs openvswitch-switch itself if it is

@@ -15,7 +15,8 @@ vswitchd_PROGRAMS = vswitchd/ovs-vswitchd-vhost
 # ours.
 OVS_CPPFLAGS = -I$(top_srcdir)/include \
 	-I$(OVSBUILDDIR) -I$(OVSBUILDDIR)/include -I$(OVSBUILDDIR)/lib \
-	-I$(OVSDIR) -I$(OVSDIR)/include -I$(OVSDIR)/lib -I$(top_srcdir)
+	-I$(OVSDIR) -I$(OVSDIR)/include -I$(OVSDIR)/lib -I$(top_srcdir) \
+	$(OVS_COMPAT_DEFS)
 OVS_LIBS = $(OVSBUILDDIR)/ofproto/libofproto.la \
 	$(OVSBUILDDIR)/lib/libsflow.la \
 	$(OVSBUILDDIR)/lib/libopenvswitch.la
@@ -27,6 +28,7 @@ noinst_LTLIBRARIES += lib/libnetdev-vhost.la
 lib_libnetdev_vhost_la_SOURCES = \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-compat.h \
 	lib/netdev-vhost-datapath.c \
 	lib/netdev-vhost-private.h \
 	lib/netdev-vhost-stats.c \
@@ -55,6 +57,7 @@ EXTRA_DIST += \
 	vswitchd/ovs-vswitchd-vhost.c \
 	lib/netdev-vhost.c \
 	lib/netdev-vhost.h \
+	lib/netdev-vhost-compat.h \
 	lib/netdev-vhost-datapath.c \
 	lib/netdev-vhost-private.h \
 	lib/netdev-vhost-stats.c \
