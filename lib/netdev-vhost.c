@@ -356,6 +356,10 @@ netdev_vhost_cb_device_ready(struct vhost_port *port, void *dev_)
     ovs_mutex_lock(&dev->mutex);
     int n_qp = MIN(MAX((info.n_queues + 1) / 2, 1), VHOST_MAX_QUEUE_PAIRS);
     dev->device_ready = true;
+    /* The carrier waits for the first burst: netdev_vhost_learn_hold__(). */
+    atomic_store_relaxed(&dev->learn_hold_end,
+                         time_msec() + NETDEV_VHOST_LEARN_HOLD_MS);
+    atomic_store_relaxed(&dev->learn_hold, 1);
     dev->guest_features = info.features;
     dev->guest_n_qp = n_qp;
     if (dev->requested_n_rxq != n_qp) {
@@ -880,8 +884,15 @@ netdev_vhost_get_carrier(const struct netdev *netdev, bool *carrier)
 {
     struct netdev_vhost *dev = netdev_vhost_cast(netdev);
 
+    int hold;
+    long long int end;
+
     ovs_mutex_lock(&dev->mutex);
-    *carrier = dev->device_ready;
+    atomic_read_relaxed(&dev->learn_hold, &hold);
+    atomic_read_relaxed(&dev->learn_hold_end, &end);
+    /* Down until the first burst has crossed the datapath
+     * (netdev_vhost_learn_hold__()), or the hold has run out. */
+    *carrier = dev->device_ready && (!hold || time_msec() >= end);
     ovs_mutex_unlock(&dev->mutex);
     return 0;
 }
