@@ -15,6 +15,7 @@
 #include <config.h>
 #include "netdev-vhost-private.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
@@ -511,6 +512,30 @@ netdev_vhost_common_construct(struct netdev *netdev, bool client)
     return 0;
 }
 
+/* Returns the path of the ring position log of the port named 'name', in
+ * the run directory, for the caller to free.  A client port's name may
+ * hold any character, as OVS-DPDK allows: all but [A-Za-z0-9._-] are
+ * written as %XX, so that no name leaves the directory or names another
+ * port's file. */
+static char *
+netdev_vhost_state_path(const char *name)
+{
+    struct ds path = DS_EMPTY_INITIALIZER;
+
+    ds_put_format(&path, "%s/ovs-vhost-", ovs_rundir());
+    for (const char *p = name; *p; p++) {
+        unsigned char c = *p;
+
+        if (isalnum(c) || c == '.' || c == '_' || c == '-') {
+            ds_put_char(&path, c);
+        } else {
+            ds_put_format(&path, "%%%02X", c);
+        }
+    }
+    ds_put_cstr(&path, ".rings");
+    return ds_steal_cstr(&path);
+}
+
 static int
 netdev_vhost_construct(struct netdev *netdev)
 {
@@ -710,8 +735,7 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     opts.aux = dev;
     /* Packed rings' positions, for the next ovs-vswitchd after a crash:
      * QEMU does not keep them (lib/virtq-poslog.h). */
-    char *state_path = xasprintf("%s/ovs-vhost-%s.rings", ovs_rundir(),
-                                 netdev_get_name(&dev->up));
+    char *state_path = netdev_vhost_state_path(netdev_get_name(&dev->up));
     opts.state_path = state_path;
 
     ovs_mutex_lock(&dev->mutex);

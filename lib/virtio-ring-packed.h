@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "util.h"
+#include "virtio-ring.h"
 
 #define VRING_PACKED_DESC_F_AVAIL   (1u << 7)
 #define VRING_PACKED_DESC_F_USED    (1u << 15)
@@ -47,6 +48,18 @@ vring_packed_desc_is_avail(uint16_t flags, bool wrap)
 {
     return !!(flags & VRING_PACKED_DESC_F_AVAIL) == wrap
            && !!(flags & VRING_PACKED_DESC_F_USED) != wrap;
+}
+
+/* §2.8.5: the flags of a used descriptor written at a ring position of
+ * wrap counter 'wrap': AVAIL and USED both equal to it, and WRITE if the
+ * device wrote 'len' bytes into the buffer. */
+static inline uint16_t
+vring_packed_used_flags(bool wrap, uint32_t len)
+{
+    uint16_t flags = wrap ? VRING_PACKED_DESC_F_AVAIL
+                            | VRING_PACKED_DESC_F_USED : 0;
+
+    return len ? flags | VRING_DESC_F_WRITE : flags;
 }
 
 #endif /* virtio-ring-packed.h */

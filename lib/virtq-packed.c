@@ -332,6 +332,27 @@ virtq_packed_poslog__(struct virtq *vq, uint16_t head_id, uint32_t head_len)
     }
 }
 
+/* Marks used descriptor 'idx' of 'vq''s ring, just written, in 'ctx''s
+ * dirty log (and records the write for the audit).  After the write: the
+ * frontend reads and clears the log as it goes, so a mark made before
+ * could be cleared before the write lands (vhost-user's "Migration").
+ * The descriptor ring's own address, not the log address QEMU gives for
+ * a packed ring (virtq_map() in virtq.c). */
+static inline void
+virtq_packed_log_used__(struct virtq *vq, struct virtq_ctx *ctx,
+                        uint16_t idx)
+{
+    struct vring_packed_desc *ring = vq->desc;
+
+    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
+                                sizeof *ring);
+    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
+        vhost_dirty_log_write(ctx->log,
+                              vq->desc_gpa + (uint64_t) idx * sizeof *ring,
+                              sizeof *ring);
+    }
+}
+
 /* With VIRTIO_F_IN_ORDER, writes the burst's chains back as one used
  * descriptor: §2.8.8 ("In-order use of descriptors") lets the device
  * write "a single used descriptor with the Buffer ID corresponding to the
@@ -349,9 +370,7 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
     if (!sh->n) {
         return;
     }
-    uint16_t flags = vq->used_wrap_counter
-                     ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
-                     : 0;
+    uint16_t flags = vring_packed_used_flags(vq->used_wrap_counter, 0);
     /* 'count' is at most VIRTQ_PACKED_SHADOW_SIZE chains of at most the
      * ring each, but the positions they took are consecutive and at most
      * one lap: the avail position moved past them the same way. */
@@ -372,13 +391,7 @@ virtq_packed_flush_used_in_order__(struct virtq *vq, struct virtq_ctx *ctx,
      * pairs with the driver's read barrier between seeing the flags used
      * and reading the id. */
     __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELEASE);
-    VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
-                                sizeof *ring);
-    if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
-        vhost_dirty_log_write(ctx->log,
-                              vq->desc_gpa + (uint64_t) idx * sizeof *ring,
-                              sizeof *ring);
-    }
+    virtq_packed_log_used__(vq, ctx, idx);
     sh->n = 0;
 }
 
@@ -400,29 +413,19 @@ virtq_packed_write_used__(struct virtq *vq, struct virtq_ctx *ctx,
     for (unsigned int i = sh->written; i < sh->n; i++) {
         const struct virtq_packed_used *u = &sh->elems[i];
         uint16_t idx = vq->last_used_idx;
-        uint16_t flags = vq->used_wrap_counter
-                         ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
-                         : 0;
-        if (u->len) {
-            flags |= VRING_DESC_F_WRITE;
-        }
+        uint16_t flags = vring_packed_used_flags(vq->used_wrap_counter,
+                                                 u->len);
 
         if (i == 0) {
-            /* Its id and length too wait for virtq_packed_flush_used__():
-             * see there. */
+            /* Its id and length too wait for virtq_packed_flush_used__(),
+             * and so does its mark in the dirty log: see there. */
             sh->head_idx = idx;
             sh->head_flags = flags;
         } else {
             ring[idx].id = u->id;
             ring[idx].len = u->len;
             __atomic_store_n(&ring[idx].flags, flags, __ATOMIC_RELAXED);
-        }
-        VHOST_DIRTY_LOG_AUDIT_WRITE(virtq_log_used(vq, ctx), &ring[idx],
-                                sizeof *ring);
-        if (OVS_UNLIKELY(ctx->log) && vq->log_used) {
-            vhost_dirty_log_write(ctx->log,
-                                  vq->desc_gpa + (uint64_t) idx * sizeof *ring,
-                                  sizeof *ring);
+            virtq_packed_log_used__(vq, ctx, idx);
         }
         virtq_packed_advance__(&vq->last_used_idx, &vq->used_wrap_counter,
                                u->count, vq->size);
@@ -454,6 +457,9 @@ virtq_packed_flush_used__(struct virtq *vq, struct virtq_ctx *ctx,
      * seeing the head used and reading the descriptors). */
     __atomic_store_n(&ring[sh->head_idx].flags, sh->head_flags,
                      __ATOMIC_RELEASE);
+    /* Marked only now that it is written: a frontend that read and
+     * cleared the bit in between would copy the page without it. */
+    virtq_packed_log_used__(vq, ctx, sh->head_idx);
     sh->n = sh->written = 0;
 }
 

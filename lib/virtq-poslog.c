@@ -188,7 +188,7 @@ virtq_poslog_used_in__(uint16_t flags, bool wrap)
  * Guest-controlled: the head descriptor's flags, read once; whatever
  * they say, only the logged head goes back into the guest's ring. */
 static uint32_t
-virtq_poslog_finish__(const struct virtq *vq, uint64_t pos, uint64_t head)
+virtq_poslog_finish__(struct virtq *vq, uint64_t pos, uint64_t head)
 {
     uint32_t before = pos, after = pos >> 32;
     uint16_t used = before >> 16;
@@ -205,20 +205,17 @@ virtq_poslog_finish__(const struct virtq *vq, uint64_t pos, uint64_t head)
      * available again in the next lap sets it as the device did. */
     if (!!(flags & VRING_PACKED_DESC_F_USED) != wrap) {
         uint32_t len = head >> 32;
-        uint16_t hflags = wrap ? VRING_PACKED_DESC_F_AVAIL
-                                 | VRING_PACKED_DESC_F_USED : 0;
+        uint16_t hflags = vring_packed_used_flags(wrap, len);
 
-        if (len) {
-            hflags |= VRING_DESC_F_WRITE;
-        }
         /* Its id and length, logged with the positions, may or may not
          * be in the ring yet: hand it over as the dead burst would have. */
         ring[idx].id = (uint16_t) head;
         ring[idx].len = len;
         __atomic_store_n(&ring[idx].flags, hflags, __ATOMIC_RELEASE);
-        VLOG_INFO("%s: vring %u: the last burst's used descriptors were "
-                  "written but not handed over; handing them over",
-                  vq->name, vq->index);
+        vhost_log_rl(&vq->rl, VHOST_LOG_INFO,
+                     "%s: vring %u: the last burst's used descriptors were "
+                     "written but not handed over; handing them over",
+                     vq->name, vq->index);
     }
     return after;
 }
@@ -287,10 +284,11 @@ virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
     uint32_t base = virtq_get_base(vq);
     if (slot->started && virtq_poslog_same_ring__(slot, &id)
         && !virtq_poslog_ran__(vq)) {
-        VLOG_INFO("%s: vring %u: the logged ring's device area was never "
-                  "written: the driver set the ring up afresh (a reset "
-                  "while no backend ran); keeping the frontend's base %#"
-                  PRIx32, vq->name, vq->index, base);
+        vhost_log_rl(&vq->rl, VHOST_LOG_INFO,
+                     "%s: vring %u: the logged ring's device area was never "
+                     "written: the driver set the ring up afresh (a reset "
+                     "while no backend ran); keeping the frontend's base %#"
+                     PRIx32, vq->name, vq->index, base);
     } else if (slot->started && virtq_poslog_same_ring__(slot, &id)) {
         uint32_t pos = virtq_poslog_finish__(vq, slot->pos, slot->head);
         uint16_t avail = pos, used = pos >> 16;
@@ -298,31 +296,35 @@ virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
         if (pos == base) {
             /* The frontend knows: nothing to recover. */
         } else if (!virtq_packed_positions_ok(avail, used, vq->size)) {
-            VLOG_WARN("%s: vring %u: logged position %#"PRIx32" does not "
-                      "fit a ring of %u; keeping the frontend's base %#"
-                      PRIx32, vq->name, vq->index, pos, vq->size, base);
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN,
+                         "%s: vring %u: logged position %#"PRIx32" does not "
+                         "fit a ring of %u; keeping the frontend's base %#"
+                         PRIx32, vq->name, vq->index, pos, vq->size, base);
         } else {
             vq->last_avail_idx = avail & 0x7fff;
             vq->avail_wrap_counter = avail >> 15;
             vq->last_used_idx = used & 0x7fff;
             vq->used_wrap_counter = used >> 15;
-            VLOG_INFO("%s: vring %u: resuming at the logged position (avail "
-                      "%u wrap %u, used %u wrap %u), not the frontend's base "
-                      "%#"PRIx32": its backend stopped without "
-                      "GET_VRING_BASE", vq->name, vq->index,
-                      vq->last_avail_idx, vq->avail_wrap_counter,
-                      vq->last_used_idx, vq->used_wrap_counter, base);
+            vhost_log_rl(&vq->rl, VHOST_LOG_INFO,
+                         "%s: vring %u: resuming at the logged position "
+                         "(avail %u wrap %u, used %u wrap %u), not the "
+                         "frontend's base %#"PRIx32": its backend stopped "
+                         "without "
+                         "GET_VRING_BASE", vq->name, vq->index,
+                         vq->last_avail_idx, vq->avail_wrap_counter,
+                         vq->last_used_idx, vq->used_wrap_counter, base);
             base = pos;
             result = VIRTQ_POSLOG_RECOVERED;
         }
         unsigned int strays = virtq_poslog_strays__(vq);
         if (strays) {
-            VLOG_WARN("%s: vring %u: %u descriptors ahead of the logged "
-                      "position read as used: the backend was killed "
-                      "mid-burst, before it logged the burst, and the "
-                      "ring's true position cannot be recovered exactly; "
-                      "the guest's queue may stall until its driver "
-                      "resets the device", vq->name, vq->index, strays);
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN,
+                         "%s: vring %u: %u descriptors ahead of the logged "
+                         "position read as used: the backend was killed "
+                         "mid-burst, before it logged the burst, and the "
+                         "ring's true position cannot be recovered exactly; "
+                         "the guest's queue may stall until its driver "
+                         "resets the device", vq->name, vq->index, strays);
             result = VIRTQ_POSLOG_INEXACT;
         }
     }

@@ -9,9 +9,9 @@
  *
  * A frontend tells a new backend where a ring stands with SET_VRING_BASE.
  * For a split ring, where it stands is also in guest memory (the used
- * index, virtq_map()).  A packed ring has no such index: the positions
- * live only in the device and in what GET_VRING_BASE last returned.  QEMU
- * (7.2 and later, hw/virtio/virtio.c) rebuilds a split ring's position
+ * index, virtq_resync_used()).  A packed ring has no such index: the
+ * positions live only in the device and in what GET_VRING_BASE last
+ * returned.  QEMU (7.2 and later, hw/virtio/virtio.c) rebuilds a split ring's position
  * from the used index when its backend goes away without answering
  * GET_VRING_BASE, but its packed counterpart does nothing, so after a
  * backend crash it hands the new backend the base of the last clean stop,
