@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "connectivity.h"
 #include "coverage.h"
 #include "dirs.h"
 #include "dp-packet.h"
@@ -36,7 +35,6 @@
 #include "ovs-thread.h"
 #include "packets.h"
 #include "openvswitch/poll-loop.h"
-#include "seq.h"
 #include "smap.h"
 #include "sset.h"
 #include "timeval.h"
@@ -331,9 +329,9 @@ netdev_vhost_rx_offload(struct dp_packet *b, const struct vhost_pkt *p)
  * netdev_vhost_get_carrier() holds it down from device_ready until the
  * poll after the first non-empty burst: the burst has crossed the
  * datapath by then and is learnt by that revalidation (the MAC learning
- * change then revalidates the flows again); seq_change() on the
- * connectivity seq wakes the main thread to see the carrier.  A hold no
- * burst ends (a guest that sends nothing) ends at 'learn_hold_end'.
+ * change then revalidates the flows again); netdev_vhost_carrier_changed()
+ * has the main thread see the carrier.  A hold no burst ends (a guest
+ * that sends nothing) ends at 'learn_hold_end'.
  * 'hold' is dev->learn_hold as read, 'qp' the polled rxq, 'n' its burst. */
 static void NETDEV_VHOST_COLD
 netdev_vhost_learn_hold__(struct netdev_vhost *dev, int hold,
@@ -347,7 +345,7 @@ netdev_vhost_learn_hold__(struct netdev_vhost *dev, int hold,
                                        (int) (2 + qp));
     } else if (hold == 1 ? time_msec() >= end : hold == (int) (2 + qp)) {
         if (atomic_compare_exchange_strong(&dev->learn_hold, &hold, 0)) {
-            seq_change(connectivity_seq_get());
+            netdev_vhost_carrier_changed();
         }
     }
 }

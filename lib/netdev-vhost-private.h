@@ -169,6 +169,9 @@ sw_get(const atomic_uint64_t *counter)
     return v;
 }
 
+/* netdev-vhost.c */
+void netdev_vhost_carrier_changed(void);
+
 /* netdev-vhost-datapath.c */
 void netdev_vhost_cache_init(void);
 int netdev_vhost_send(struct netdev *, int qid, struct dp_packet_batch *,
