@@ -21,6 +21,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/vhost-engine.c \
 	lib/vhost-engine.h \
 	lib/vhost-features.c \
+	lib/vhost-iotlb.c \
+	lib/vhost-iotlb.h \
 	lib/vhost-log.c \
 	lib/vhost-log.h \
 	lib/vhost-port.c \

@@ -10,6 +10,7 @@ TESTSUITE_AT = \
 	tests/ovs-macros.at \
 	tests/qemu-macros.at \
 	tests/guest-mem.at \
+	tests/iotlb.at \
 	tests/vhost-user.at \
 	tests/engine.at \
 	tests/datapath.at \
@@ -68,6 +69,7 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
+	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
 	tests/test-packed.c \
 	tests/test-util.c \

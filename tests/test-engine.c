@@ -3138,9 +3138,11 @@ extern const struct tu_test tu_dirty_log_tests[];
 extern const size_t tu_n_dirty_log_tests;
 extern const struct tu_test tu_lifecycle_tests[];
 extern const size_t tu_n_lifecycle_tests;
+extern const struct tu_test tu_iotlb_tests[];
+extern const size_t tu_n_iotlb_tests;
 
 /* Room for every table below; unused entries stay empty. */
-#define N_TEST_TABLES 16
+#define N_TEST_TABLES 24
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
@@ -3170,6 +3172,7 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                         tu_n_dirty_log_tests };
     tables[n++] = (struct test_table) { tu_lifecycle_tests,
                                         tu_n_lifecycle_tests };
+    tables[n++] = (struct test_table) { tu_iotlb_tests, tu_n_iotlb_tests };
 }
 
 /* Every test of an audit build is audited: returns false, after saying
