@@ -320,6 +320,41 @@ netdev_vhost_rx_offload(struct dp_packet *b, const struct vhost_pkt *p)
     }
 }
 
+/* A device that has just become ready is often a guest that moved here
+ * (the destination of a live migration), and its first burst, the
+ * engine's RARP or the guest's own announcement, is what tells the
+ * bridge.  But a datapath flow from this port that is still cached (from
+ * the guest's last stay, within the flows' idle time) forwards it without
+ * an upcall, so nothing is learnt until a revalidator next pushes that
+ * flow's statistics through MAC learning, up to other_config
+ * max-revalidator (500 ms) later; until then the flows towards the guest
+ * still send to the port it left, and it loses replies that long.  The
+ * carrier coming up (a port state change, REV_PORT_TOGGLED) makes OVS
+ * revalidate every flow at once, pushing their statistics, so
+ * netdev_vhost_get_carrier() holds it down from device_ready until the
+ * poll after the first non-empty burst: the burst has crossed the
+ * datapath by then and is learnt by that revalidation (the MAC learning
+ * change then revalidates the flows again); netdev_vhost_carrier_changed()
+ * has the main thread see the carrier.  A hold no burst ends (a guest
+ * that sends nothing) ends at 'learn_hold_end'.
+ * 'hold' is dev->learn_hold as read, 'qp' the polled rxq, 'n' its burst. */
+static void NETDEV_VHOST_COLD
+netdev_vhost_learn_hold__(struct netdev_vhost *dev, int hold,
+                          unsigned int qp, unsigned int n)
+{
+    long long int end;
+
+    atomic_read_relaxed(&dev->learn_hold_end, &end);
+    if (hold == 1 && n && time_msec() < end) {
+        atomic_compare_exchange_strong(&dev->learn_hold, &hold,
+                                       (int) (2 + qp));
+    } else if (hold == 1 ? time_msec() >= end : hold == (int) (2 + qp)) {
+        if (atomic_compare_exchange_strong(&dev->learn_hold, &hold, 0)) {
+            netdev_vhost_carrier_changed();
+        }
+    }
+}
+
 int
 netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
                       int *qfill)
@@ -363,6 +398,11 @@ netdev_vhost_rxq_recv(struct netdev_rxq *rxq_, struct dp_packet_batch *batch,
     }
     unsigned int n = vhost_dequeue_burst(dev->port, qp, rxq->pkts,
                                          NETDEV_MAX_BURST, &alloc);
+    int hold;
+    atomic_read_relaxed(&dev->learn_hold, &hold);
+    if (OVS_UNLIKELY(hold)) {
+        netdev_vhost_learn_hold__(dev, hold, qp, n);
+    }
     if (!n) {
         return EAGAIN;
     }

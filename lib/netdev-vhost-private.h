@@ -46,6 +46,10 @@
  * "Packet buffers" below). */
 #define NETDEV_VHOST_HEADROOM 128
 
+/* How long after device_ready the carrier waits at most for the device's
+ * first burst (netdev_vhost_learn_hold__()). */
+#define NETDEV_VHOST_LEARN_HOLD_MS 100
+
 /* One lock per guest RX ring, taken by every send() (see there): several
  * OVS txqs may use a ring at once (XPS, more OVS txqs than enabled guest
  * queues, or a remap in progress). */
@@ -111,6 +115,13 @@ struct netdev_vhost {
     atomic_int max_frame;           /* MTU plus Ethernet and VLAN. */
     atomic_int tx_retries_max;
     atomic_bool tx_offloads;        /* Guest takes partial csum and TSO. */
+    /* Carrier held down after device_ready until the device's first
+     * burst has crossed the datapath (netdev_vhost_learn_hold__()): 0 no
+     * hold, 1 waiting for the first burst, 2 + QP: rxq QP had it, release
+     * at its next poll.  'learn_hold_end' (time_msec()) ends a hold that
+     * no burst ends. */
+    atomic_int learn_hold;
+    atomic_llong learn_hold_end;
     struct netdev_vhost_txlock txlocks[VHOST_MAX_QUEUE_PAIRS];
     OVSRCU_TYPE(struct netdev_vhost_policer *) ingress_policer;
     OVSRCU_TYPE(struct netdev_vhost_policer *) egress_policer;
@@ -157,6 +168,9 @@ sw_get(const atomic_uint64_t *counter)
     atomic_read_relaxed(CONST_CAST(atomic_uint64_t *, counter), &v);
     return v;
 }
+
+/* netdev-vhost.c */
+void netdev_vhost_carrier_changed(void);
 
 /* netdev-vhost-datapath.c */
 void netdev_vhost_cache_init(void);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "connectivity.h"
 #include "coverage.h"
 #include "dirs.h"
 #include "dp-packet.h"
@@ -39,6 +40,8 @@
 #include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "packets.h"
+#include "seq.h"
+#include "openvswitch/shash.h"
 #include "openvswitch/poll-loop.h"
 #include "smap.h"
 #include "sset.h"
@@ -93,10 +96,42 @@ netdev_vhost_get_devices(struct shash *devices)
 /* The engine runs from the main loop, through the classes' run and wait
  * hooks (netdev-vhost-engine.c). */
 
+/* Set by a PMD thread whose poll released a device's carrier hold
+ * (netdev_vhost_learn_hold__()). */
+static atomic_bool carrier_changed = false;
+
+/* Called from any thread when a device's carrier may have changed without
+ * a callback: wakes the main thread, whose netdev_vhost_run() then bumps
+ * every device's change sequence, as the callbacks do, so that the bridge
+ * reads the carrier again (ofproto on the connectivity seq alone; the
+ * Interface's link_state only on a new change sequence, which a PMD
+ * thread must not bump: it is not atomic). */
+void
+netdev_vhost_carrier_changed(void)
+{
+    atomic_store_relaxed(&carrier_changed, true);
+    seq_change(connectivity_seq_get());
+}
+
 static void
 netdev_vhost_run(const struct netdev_class *class OVS_UNUSED)
 {
     netdev_vhost_engine_run();
+    if (OVS_UNLIKELY(atomic_exchange(&carrier_changed, false))) {
+        struct shash devices = SHASH_INITIALIZER(&devices);
+        struct shash_node *node;
+
+        netdev_vhost_get_devices(&devices);
+        SHASH_FOR_EACH (node, &devices) {
+            struct netdev_vhost *dev = netdev_vhost_cast(node->data);
+
+            ovs_mutex_lock(&dev->mutex);
+            netdev_change_seq_changed(&dev->up);
+            ovs_mutex_unlock(&dev->mutex);
+            netdev_close(node->data);
+        }
+        shash_destroy(&devices);
+    }
 }
 
 static void
@@ -357,6 +392,10 @@ netdev_vhost_cb_device_ready(struct vhost_port *port, void *dev_)
     ovs_mutex_lock(&dev->mutex);
     int n_qp = MIN(MAX((info.n_queues + 1) / 2, 1), VHOST_MAX_QUEUE_PAIRS);
     dev->device_ready = true;
+    /* The carrier waits for the first burst: netdev_vhost_learn_hold__(). */
+    atomic_store_relaxed(&dev->learn_hold_end,
+                         time_msec() + NETDEV_VHOST_LEARN_HOLD_MS);
+    atomic_store_relaxed(&dev->learn_hold, 1);
     dev->guest_features = info.features;
     dev->guest_n_qp = n_qp;
     if (dev->requested_n_rxq != n_qp) {
@@ -904,8 +943,15 @@ netdev_vhost_get_carrier(const struct netdev *netdev, bool *carrier)
 {
     struct netdev_vhost *dev = netdev_vhost_cast(netdev);
 
+    int hold;
+    long long int end;
+
     ovs_mutex_lock(&dev->mutex);
-    *carrier = dev->device_ready;
+    atomic_read_relaxed(&dev->learn_hold, &hold);
+    atomic_read_relaxed(&dev->learn_hold_end, &end);
+    /* Down until the first burst has crossed the datapath
+     * (netdev_vhost_learn_hold__()), or the hold has run out. */
+    *carrier = dev->device_ready && (!hold || time_msec() >= end);
     ovs_mutex_unlock(&dev->mutex);
     return 0;
 }

@@ -416,6 +416,37 @@ vhost_user_set_log_fd(struct vhost_dev *dev, struct vhost_user_msg *msg,
  * translates it again before its lock is released.  Refusals are logged
  * and counted ('msgs_ring_started'). */
 
+/* Logs, at debug level, where 'vq' stands as it starts or stops ('what'):
+ * the evidence for a ring handed from one backend to another (live
+ * migration: GET_VRING_BASE on the source, SET_VRING_KICK on the
+ * destination), with a split ring's used index as guest memory has it.
+ * The caller holds the access lock. */
+static void
+vhost_user_log_position__(const char *what, const struct virtq *vq)
+{
+    if (!vhost_log_enabled(VHOST_LOG_DBG)) {
+        return;
+    }
+    if (vq->packed) {
+        VLOG_DBG("%s: vring %u %s: avail %u wrap %d, used %u wrap %d",
+                 vq->name, vq->index, what, vq->last_avail_idx,
+                 vq->avail_wrap_counter, vq->last_used_idx,
+                 vq->used_wrap_counter);
+    } else if (vq->used && vq->avail) {
+        /* Guest-controlled: only logged. */
+        VLOG_DBG("%s: vring %u %s: avail %u, used %u; in guest memory avail "
+                 "index %u, used index %u", vq->name, vq->index, what,
+                 vq->last_avail_idx, vq->last_used_idx,
+                 __atomic_load_n(&((uint16_t *) vq->avail)[1],
+                                 __ATOMIC_RELAXED),
+                 __atomic_load_n(&((uint16_t *) vq->used)[1],
+                                 __ATOMIC_RELAXED));
+    } else {
+        VLOG_DBG("%s: vring %u %s: avail %u, used %u (not mapped)", vq->name,
+                 vq->index, what, vq->last_avail_idx, vq->last_used_idx);
+    }
+}
+
 /* Rejects 'msg', meant for a stopped ring, if 'vq' is started. */
 static int
 vhost_user_check_stopped__(struct vhost_dev *dev,
@@ -565,6 +596,7 @@ vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
         return EINVAL;
     }
     virtq_lock(vq);
+    vhost_user_log_position__("stops", vq);
     vq->ready = false;
     vq->has_kick = false;
     virtq_poslog_stop(vq);
@@ -647,6 +679,7 @@ vhost_user_set_vring_kick(struct vhost_dev *dev, struct vhost_user_msg *msg,
         }
     }
     vq->has_kick = true;
+    vhost_user_log_position__("starts", vq);
     /* vhost-user.rst, "Ring states": without
      * VHOST_USER_F_PROTOCOL_FEATURES a ring starts enabled once kicked. */
     if (!vhost_dev_has_feature(dev, VHOST_USER_F_PROTOCOL_FEATURES)) {

@@ -49,6 +49,7 @@ EXTRA_DIST += \
 	tests/qemu-guest-tool.c \
 	tests/qemu-guest.py \
 	tests/qemu-lib.sh \
+	tests/qemu-migration-control.sh \
 	tests/README-qemu.md
 DISTCLEANFILES += tests/atconfig tests/atlocal
 

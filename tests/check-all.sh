@@ -12,9 +12,10 @@
 #      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes).
 #      This build also has the dirty-log audit (--enable-dirty-log-audit),
 #      so that the migration tests of tests/qemu-migration.at prove the
-#      dirty log during real QEMU migrations (they skip without it, and,
-#      for now, without OVS_VHOST_QEMU_MIGRATION=yes: tests/README-qemu.md
-#      says why), and every engine test is audited here too: the
+#      dirty log during real QEMU migrations (the packed ping-pong test,
+#      10 hops, about 2 minutes; the others skip without
+#      OVS_VHOST_QEMU_MIGRATION=yes, as TCG's migration breaks guests:
+#      tests/README-qemu.md), and every engine test is audited here too: the
 #      audit costs nothing until a frontend logs (lib/vhost-datapath.c
 #      starts it only for a queue with log_all and a log base, and each
 #      write's record is behind an "if (log)" on a NULL log), and the
