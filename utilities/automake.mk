@@ -12,6 +12,7 @@ EXTRA_DIST += \
 	utilities/install-deps.sh \
 	utilities/ovs-vhost-bench.sh \
 	utilities/ovs-vhost-build-ovs.sh \
+	utilities/ovs-vhost-chroot.sh \
 	utilities/ovs-vhost-ovs-bench.sh \
 	docs/benchmark.md \
 	docs/benchmark-ovs.md \

@@ -14,13 +14,17 @@ set -e
 # (tests/package-test.sh, which installs openvswitch-switch itself if it is
 # missing) and the man pages' check; qemu-system-x86, busybox-static, kmod,
 # xz-utils and libc6-dev (a static libc) for the QEMU guest tests
-# (tests/qemu-guest.sh builds the guest's initramfs).
+# (tests/qemu-guest.sh builds the guest's initramfs); rpm for the RPM
+# test (tests/rpm-test.sh, rpmbuild -ta on the release tarball) and
+# debootstrap for the Debian 13 package test's chroot
+# (tests/chroot-package-test.sh).
 pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
       libclang-rt-14-dev dpdk dpdk-dev procps iproute2 python3
       openvswitch-source libssl-dev libcap-ng-dev iputils-ping
       libunbound-dev libxdp-dev libbpf-dev libnuma-dev
       dpkg-dev debhelper lintian man-db groff-base
-      qemu-system-x86 busybox-static kmod xz-utils libc6-dev"
+      qemu-system-x86 busybox-static kmod xz-utils libc6-dev
+      rpm debootstrap"
 
 missing=
 for p in $pkgs; do
