@@ -14,6 +14,7 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-build-ovs.sh \
 	utilities/ovs-vhost-chroot.sh \
 	utilities/ovs-vhost-ovs-bench.sh \
+	utilities/ovs-vhost-anchor13.sh \
 	docs/benchmark.md \
 	docs/benchmark-ovs.md \
 	docs/bench.png

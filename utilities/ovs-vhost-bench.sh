@@ -3,12 +3,19 @@
 # ovs-vhost-bench.sh -- ovs-vhost-fwd against DPDK's vhost PMD, side by side.
 #
 # The same frontend, DPDK testpmd with two virtio-user ports in io
-# forwarding, is run in a loop (start tx_first) against two backends in
+# forwarding, is run in a loop (start tx_first) against the backends in
 # turn, each forwarding port 0 <-> port 1 on its own pinned CPU:
 #
-#   dpdk  dpdk-testpmd --vdev net_vhost0,... --vdev net_vhost1,... in io
-#         mode, with --record-core-cycles;
-#   ovs   ovs-vhost-fwd --mode=io.
+#   dpdk    dpdk-testpmd --vdev net_vhost0,... --vdev net_vhost1,... in io
+#           mode, with --record-core-cycles (the machine's DPDK, Debian
+#           12's 22.11);
+#   dpdk13  the same with Debian 13's dpdk-testpmd (DPDK 24.11), run in
+#           the chroot --chroot DIR (utilities/ovs-vhost-chroot.sh create
+#           --extra openvswitch-switch-dpdk DIR, made on first use); its
+#           sockets live under DIR/tmp, where both sides see them.  If the
+#           chroot cannot be made (no archive), dpdk13 is skipped, said
+#           so, and the other backends still run;
+#   ovs     ovs-vhost-fwd --mode=io.
 #
 # For each row (ring layout x frame size x mergeable RX buffers on/off)
 # and backend it measures, REPS times over DURATION seconds, the packets the backend
@@ -35,7 +42,8 @@
 #
 # Usage: ovs-vhost-bench.sh [--fwd PATH] [--out DIR] [--duration S]
 #            [--reps N] [--sizes "64 1518"] [--mrg "0 1"] [--queues N]
-#            [--tx-first N] [--backends "dpdk ovs"] [--rings "split packed"]
+#            [--tx-first N] [--backends "dpdk dpdk13 ovs"]
+#            [--rings "split packed"] [--chroot DIR]
 # `make bench` runs it on the build tree (BENCHFLAGS= passes options).
 #
 # Runs as root on Linux with dpdk-testpmd (Debian package dpdk) and no
@@ -59,8 +67,9 @@ sizes="64 1518"
 mrgs="0 1"
 queues=1
 tx_first=8
-backends="dpdk ovs"
+backends="dpdk dpdk13 ovs"
 rings="split packed"
+chroot=/var/cache/ovs-vhost/chroot-trixie-bench
 warmup=1
 
 usage () {
@@ -79,6 +88,7 @@ while [ $# -gt 0 ]; do
     --tx-first) tx_first=$2; shift ;;
     --backends) backends=$2; shift ;;
     --rings) rings=$2; shift ;;
+    --chroot) chroot=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ovs-vhost-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -106,18 +116,33 @@ export TPMD_MEM
 fe_cpu=$(tpmd_cpu 0)
 be_cpu=$(tpmd_cpu 1)
 
+work13=
 cleanup () {
-    for d in "$work"/*/; do
+    for d in "$work"/*/ ${work13:+"$work13"/*/}; do
         [ -d "$d" ] || continue
         vfwd_stop_all "${d%/}" >/dev/null 2>&1
         tpmd_stop_all "${d%/}" >/dev/null 2>&1
     done
-    rm -rf "$work"
+    rm -rf "$work" ${work13:+"$work13"}
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 log () { echo "ovs-vhost-bench: $*" >&2; }
+
+# The Debian 13 anchor: its chroot, its work directory inside it, and
+# $work/testpmd13, the dpdk-testpmd that tpmd_start runs for it.
+case " $backends " in
+*" dpdk13 "*)
+    . "$srcdir/utilities/ovs-vhost-anchor13.sh"
+    if anchor13_setup "$chroot" ovs-vhost-bench "$work"; then
+        work13=$ANCHOR13_WORK
+        dpdk13_version=$ANCHOR13_DPDK
+    else
+        log "SKIPPED the Debian 13 anchor (DPDK 24.11): $ANCHOR13_WHY"
+        backends=$(echo " $backends " | sed 's/ dpdk13 / /; s/^ //; s/ $//')
+    fi ;;
+esac
 
 now () { date +%s.%N; }
 
@@ -141,8 +166,12 @@ fwd_cycles_rx () {
 # raw.csv.
 run_backend () {
     local be=$1 ring=$2 size=$3 mrg=$4 rep=$5 D t0 t1 rx0 rx1 cpp mpps c0 c1 line busy
-    local vdev_ring= n_packed
+    local vdev_ring= n_packed iD
     D=$work/$be-$ring-$size-$mrg-$rep
+    [ "$be" = dpdk13 ] && D=$work13/$be-$ring-$size-$mrg-$rep
+    # The backend's own name for D: inside the chroot, D less its root.
+    iD=$D
+    [ "$be" = dpdk13 ] && iD=${D#"$chroot"}
     if [ "$ring" = packed ]; then
         vdev_ring=,packed_vq=1
     fi
@@ -151,9 +180,9 @@ run_backend () {
     [ "$busy" -gt 1 ] &&
         log "  warning: $busy other task(s) runnable before the run: figures may be off"
     case $be in
-    dpdk)
-        TPMD_FWD_CPU=1 tpmd_start be "$D" \
-            "net_vhost0,iface=$D/s0,queues=$queues net_vhost1,iface=$D/s1,queues=$queues" \
+    dpdk|dpdk13)
+        TPMD_BIN=$(anchor_bin "$be") TPMD_FWD_CPU=1 tpmd_start be "$D" \
+            "net_vhost0,iface=$iD/s0,queues=$queues net_vhost1,iface=$iD/s1,queues=$queues" \
             --rxq="$queues" --txq="$queues" --forward-mode=io \
             --record-core-cycles || return 1
         tpmd_wait_ready be "$D" 60 || return 1
@@ -187,14 +216,14 @@ run_backend () {
     sleep "$warmup"
 
     case $be in
-        dpdk) tpmd_cmd be "$D" "clear fwd stats all" >/dev/null ;;
+        dpdk|dpdk13) tpmd_cmd be "$D" "clear fwd stats all" >/dev/null ;;
         ovs) c0=$(fwd_cycles_rx "$D") || return 1 ;;
         esac
         rx0=$(fe_rx "$D"); t0=$(now)
         sleep "$duration"
         rx1=$(fe_rx "$D"); t1=$(now)
         case $be in
-        dpdk)
+        dpdk|dpdk13)
             cpp=$(tpmd_cmd be "$D" "show fwd stats all" |
                   sed -n 's/.*CPU cycles\/packet=\([0-9.]*\).*/\1/p' | tail -1)
             ;;
@@ -211,7 +240,7 @@ run_backend () {
     tpmd_cmd fe "$D" stop >/dev/null
     tpmd_stop fe "$D" >/dev/null
     case $be in
-    dpdk) tpmd_stop be "$D" >/dev/null ;;
+    dpdk|dpdk13) tpmd_stop be "$D" >/dev/null ;;
     ovs) vfwd_stop be "$D" ;;
     esac
     for f in "$D"/*.log; do
@@ -219,6 +248,11 @@ run_backend () {
     done
     rm -rf "$D"
     return 0
+}
+
+# anchor_bin BACKEND: the dpdk-testpmd that runs BACKEND.
+anchor_bin () {
+    if [ "$1" = dpdk13 ]; then echo "$ANCHOR13_TESTPMD"; else echo "$TPMD_BIN"; fi
 }
 
 # median BACKEND RING SIZE MRG COLUMN: median of COLUMN (6: Mpps, 7:
@@ -232,17 +266,18 @@ median () {
                   else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# paired RING SIZE MRG COLUMN: median over the runs of ours / DPDK's value
-# of COLUMN in the same run number, which ran back to back: on this kind
+# paired RING SIZE MRG COLUMN [ANCHOR]: median over the runs of ours /
+# ANCHOR's (default dpdk) value of COLUMN in the same run number, which
+# ran back to back: on this kind
 # of machine the speed of the loop drifts from minute to minute with where
 # the host puts the two vCPUs, and a ratio taken within one pair of runs
 # keeps most of that drift out.
 paired () {
-    awk -F, -v r="$1" -v s="$2" -v m="$3" -v c="$4" '
+    awk -F, -v r="$1" -v s="$2" -v m="$3" -v c="$4" -v a="${5:-dpdk}" '
         $2 == r && $3 == s && $4 == m { v[$1, $5] = $c; runs[$5] = 1 }
         END { for (k in runs)
-                  if (v["dpdk", k] + 0 > 0 && v["ovs", k] + 0 > 0)
-                      print v["ovs", k] / v["dpdk", k] }' "$out/raw.csv" |
+                  if (v[a, k] + 0 > 0 && v["ovs", k] + 0 > 0)
+                      print v["ovs", k] / v[a, k] }' "$out/raw.csv" |
         sort -g | awk '{ v[NR] = $1 }
             END { if (!NR) print "";
                   else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2];
@@ -279,10 +314,11 @@ for ring in $rings; do
     done
 done
 
-# Summary: one row per ring x size x mrg.  The last four columns compare
-# each backend's packed row with its split row (empty for split rows, or
-# without a split row).
-echo "ring,size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio,ovs_packed_split_mpps,ovs_packed_split_cycles,dpdk_packed_split_mpps,dpdk_packed_split_cycles,paired_mpps_ratio,paired_cycles_ratio" > "$out/summary.csv"
+# Summary: one row per ring x size x mrg.  Columns 10-13 compare each
+# backend's packed row with its split row (empty for split rows, or
+# without a split row); 16-21 are the Debian 13 anchor's (DPDK 24.11),
+# "nan" and empty when it did not run.
+echo "ring,size,mrg_rxbuf,dpdk_mpps,dpdk_cycles,ovs_mpps,ovs_cycles,mpps_ratio,cycles_ratio,ovs_packed_split_mpps,ovs_packed_split_cycles,dpdk_packed_split_mpps,dpdk_packed_split_cycles,paired_mpps_ratio,paired_cycles_ratio,dpdk13_mpps,dpdk13_cycles,mpps_ratio13,cycles_ratio13,paired_mpps_ratio13,paired_cycles_ratio13" > "$out/summary.csv"
 for ring in $rings; do
     for size in $sizes; do
         for mrg in $mrgs; do
@@ -295,23 +331,44 @@ for ring in $rings; do
                 sdm=nan sdc=nan som=nan soc=nan
             fi
             pm=$(paired "$ring" "$size" "$mrg" 6); pc=$(paired "$ring" "$size" "$mrg" 7)
-            echo "$ring $size $mrg $dm $dc $om $oc $som $soc $sdm $sdc" | awk -v pm="$pm" -v pc="$pc" '
+            tm=$(median dpdk13 "$ring" "$size" "$mrg" 6); tc=$(median dpdk13 "$ring" "$size" "$mrg" 7)
+            pm13=$(paired "$ring" "$size" "$mrg" 6 dpdk13); pc13=$(paired "$ring" "$size" "$mrg" 7 dpdk13)
+            echo "$ring $size $mrg $dm $dc $om $oc $som $soc $sdm $sdc $tm $tc" |
+                awk -v pm="$pm" -v pc="$pc" -v pm13="$pm13" -v pc13="$pc13" '
                 function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "" }
-                { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, $7,
+                { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", $1, $2, $3, $4, $5, $6, $7,
                          ratio($6, $4), ratio($7, $5), ratio($6, $8), ratio($7, $9),
-                         ratio($4, $10), ratio($5, $11), pm, pc }' \
+                         ratio($4, $10), ratio($5, $11), pm, pc,
+                         $12, $13, ratio($6, $12), ratio($7, $13), pm13, pc13 }' \
                 >> "$out/summary.csv"
         done
     done
 done
 
 {
+    echo "Against $(dpkg-query -W -f='DPDK ${Version}' dpdk 2>/dev/null) (the machine's, Debian 12):"
+    echo
     echo "| ring | frame | mrg_rxbuf | DPDK vhost Mpps | DPDK cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/DPDK | cycles ours/DPDK | paired Mpps ours/DPDK | paired cycles ours/DPDK | ours packed/split Mpps | ours packed/split cycles |"
     echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     tail -n +2 "$out/summary.csv" | awk -F, '
         function or_dash(v) { return v == "" ? "-" : v }
         { printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
                  $4, $5, $6, $7, or_dash($8), or_dash($9), or_dash($14), or_dash($15), or_dash($10), or_dash($11) }'
+    if [ -n "$work13" ]; then
+        echo
+        echo "Against DPDK $dpdk13_version (Debian 13, in the chroot $chroot); target: Mpps ours/DPDK 24.11 >= 1.25:"
+        echo
+        echo "| ring | frame | mrg_rxbuf | DPDK 24.11 Mpps | DPDK 24.11 cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | Mpps ours/24.11 | cycles ours/24.11 | paired Mpps ours/24.11 | paired cycles ours/24.11 | >= 1.25x |"
+        echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
+        tail -n +2 "$out/summary.csv" | awk -F, '
+            function or_dash(v) { return v == "" ? "-" : v }
+            { met = ($18 == "" && $20 == "") ? "-" : (($20 != "" ? $20 : $18) + 0 >= 1.25 ? "yes" : "no")
+              printf "| %s | %s B | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, ($3 ? "on" : "off"),
+                     $16, $17, $6, $7, or_dash($18), or_dash($19), or_dash($20), or_dash($21), met }'
+    else
+        echo
+        echo "The Debian 13 anchor (DPDK 24.11) did not run${ANCHOR13_WHY:+: $ANCHOR13_WHY}."
+    fi
     echo
     echo "Median of $reps runs of ${duration} s, the backends alternating (paired: median of the ratios of runs made back to back); testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
     echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
@@ -331,7 +388,8 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 if command -v gnuplot >/dev/null 2>&1; then
     tail -n +2 "$out/summary.csv" |
-        awk -F, '{ printf "\"%s %s B mrg %s\" %s %s %s %s\n", $1, $2, ($3 ? "on" : "off"), $4, $6, $5, $7 }' \
+        awk -F, '{ printf "\"%s %s B mrg %s\" %s %s %s %s %s %s\n", $1, $2, ($3 ? "on" : "off"), $4, $6, $5, $7,
+                          ($16 == "nan" ? 0 : $16), ($17 == "nan" ? 0 : $17) }' \
         > "$out/chart.dat"
     gnuplot > "$out/logs/gnuplot.log" 2>&1 <<EOF
 set terminal pngcairo size 1400,500 noenhanced font ",10"
@@ -346,9 +404,9 @@ set key top right
 set xtics rotate by -30
 set yrange [0:*]
 set title "Throughput (Mpps, higher is better)"
-plot "$out/chart.dat" using 2:xtic(1) title "DPDK vhost", "" using 3 title "ovs-vhost"
+plot "$out/chart.dat" using 2:xtic(1) title "DPDK 22.11 vhost", "" using 6 title "DPDK 24.11 vhost", "" using 3 title "ovs-vhost"
 set title "Backend cycles per packet (lower is better)"
-plot "$out/chart.dat" using 4:xtic(1) title "DPDK vhost", "" using 5 title "ovs-vhost"
+plot "$out/chart.dat" using 4:xtic(1) title "DPDK 22.11 vhost", "" using 7 title "DPDK 24.11 vhost", "" using 5 title "ovs-vhost"
 unset multiplot
 EOF
     if [ -s "$out/bench.png" ]; then

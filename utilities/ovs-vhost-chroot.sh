@@ -3,7 +3,7 @@
 # A cached Debian chroot to build and test ovs-vhost's packages on another
 # Debian release than the machine's (Debian 13, trixie, from Debian 12).
 #
-#   utilities/ovs-vhost-chroot.sh create [--suite SUITE] [DIR]
+#   utilities/ovs-vhost-chroot.sh create [--suite SUITE] [--extra PKGS] [DIR]
 #       Creates the chroot once, `debootstrap --variant=buildd SUITE DIR
 #       MIRROR`, with ovs-vhost's build dependencies and what
 #       tests/package-test.sh needs (openvswitch-switch, dpdk-testpmd,
@@ -12,7 +12,11 @@
 #       is complete (its stamp file names the same suite and packages) is
 #       reused as is, with no network; an interrupted one starts over.
 #       Exit status 77 when the Debian archive cannot be reached and there
-#       is no chroot yet: the caller skips.
+#       is no chroot yet: the caller skips.  --extra "PKGS" installs more
+#       packages, and is part of the stamp: give such a chroot a DIR of its
+#       own (the benchmarks' anchors, openvswitch-switch-dpdk, use
+#       /var/cache/ovs-vhost/chroot-trixie-bench), or it replaces the
+#       package test's.
 #
 #   utilities/ovs-vhost-chroot.sh run DIR COMMAND...
 #       Runs COMMAND in the chroot DIR, in a mount namespace of its own
@@ -28,7 +32,7 @@ set -e
 
 log () { echo "ovs-vhost-chroot: $*" >&2; }
 usage () {
-  log "usage: $0 create [--suite SUITE] [DIR] | run DIR COMMAND..."
+  log "usage: $0 create [--suite SUITE] [--extra PKGS] [DIR] | run DIR COMMAND..."
   exit 1
 }
 
@@ -87,10 +91,17 @@ case $cmd in
 
   create)
     suite=trixie
-    case ${1:-} in
-      --suite) suite=$2; shift 2 ;;
-      --suite=*) suite=${1#--suite=}; shift ;;
-    esac
+    extra=
+    while :; do
+      case ${1:-} in
+        --suite) suite=$2; shift 2 ;;
+        --suite=*) suite=${1#--suite=}; shift ;;
+        --extra) extra=$2; shift 2 ;;
+        --extra=*) extra=${1#--extra=}; shift ;;
+        *) break ;;
+      esac
+    done
+    [ -z "$extra" ] || pkgs="$pkgs $extra"
     root=${1:-/var/cache/ovs-vhost/chroot-$suite}
     [ "$(id -u)" = 0 ] || { log "needs root"; exit 1; }
     stamp="suite=$suite packages=$(echo $pkgs)"

@@ -11,6 +11,13 @@
 #   ovs-dpdk   /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 #              (Debian's openvswitch-switch-dpdk) with dpdk-init=true and
 #              dpdk-extra="--no-huge --legacy-mem -m 3072 --no-pci";
+#   ovs-dpdk13 Debian 13's OVS-DPDK 3.5 (DPDK 24.11), the same way, run
+#              with its own ovsdb-server from the chroot --chroot DIR
+#              (utilities/ovs-vhost-chroot.sh create --extra
+#              openvswitch-switch-dpdk DIR, made on first use; its run
+#              directory, sockets included, under DIR/tmp).  If the chroot
+#              cannot be made (no archive), ovs-dpdk13 is skipped, said so,
+#              and the other switches still run;
 #   ovs-vhost  vswitchd/ovs-vswitchd-vhost from this build.
 # Both run with pmd-cpu-mask on the second CPU, two dpdkvhostuser ports on
 # a netdev bridge and the flows in_port=1,actions=2 and in_port=2,actions=1,
@@ -26,8 +33,9 @@
 # median of the runs is kept, with the range of cycles/packet over the
 # runs; the ratio is ovs-vhost / ovs-dpdk (above 1 is better for Mpps,
 # below 1 is better for cycles), of the medians and, "paired", the median
-# of the ratios of the two switches' runs with the same number, which ran
-# back to back (the steadier figure on a VM whose speed drifts from one
+# of the ratios of the switches' runs with the same number, which ran
+# back to back; each switch is compared with both anchors, OVS-DPDK 3.1
+# (Debian 12, the machine's) and 3.5 (Debian 13) (the steadier figure on a VM whose speed drifts from one
 # minute to the next).  The PMD's counters are also read every second of
 # the run: a run's "best second" is its lowest cycles/packet over one
 # second.  The host's interference only adds cycles, so the best second
@@ -41,7 +49,8 @@
 #
 # Usage: ovs-vhost-ovs-bench.sh [--vswitchd PATH] [--ovs-build DIR]
 #            [--dpdk-vswitchd PATH] [--out DIR] [--duration S] [--reps N]
-#            [--rings "split packed"] [--switches "ovs-dpdk ovs-vhost"]
+#            [--rings "split packed"]
+#            [--switches "ovs-dpdk ovs-dpdk13 ovs-vhost"] [--chroot DIR]
 # `make bench-ovs` runs it on the build tree (BENCHFLAGS= passes options).
 # Root, Linux, Debian 12 packages dpdk and openvswitch-switch-dpdk.
 set -u
@@ -55,7 +64,8 @@ out=bench-ovs
 duration=5
 reps=3
 rings="split packed"
-switches="ovs-dpdk ovs-vhost"
+switches="ovs-dpdk ovs-dpdk13 ovs-vhost"
+chroot=/var/cache/ovs-vhost/chroot-trixie-bench
 warmup=3
 
 usage () {
@@ -72,6 +82,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift ;;
     --rings) rings=$2; shift ;;
     --switches) switches=$2; shift ;;
+    --chroot) chroot=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ovs-vhost-ovs-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -109,14 +120,33 @@ OVS_BUILD=$ovs_build
 mkdir -p "$out/logs" || exit 1
 out=$(cd "$out" && pwd)
 work=$(mktemp -d /tmp/ovs-vhost-ovs-bench.XXXXXX) || exit 1
-O=$work/ovs
+O31=$work/ovs
+O=$O31
+O13=
 cleanup () {
     tpmd_stop_all "$work" >/dev/null 2>&1
-    ovs_stop "$O" >/dev/null 2>&1
+    ovs_stop "$O31" >/dev/null 2>&1
+    if [ -n "$O13" ]; then
+        ovs_stop "$O13" >/dev/null 2>&1
+        anchor13_ovs_wait "$O13"
+        rm -rf "$ANCHOR13_WORK"
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
+
+# The Debian 13 anchor: OVS-DPDK 3.5 in its chroot.
+case " $switches " in
+*" ovs-dpdk13 "*)
+    . "$srcdir/utilities/ovs-vhost-anchor13.sh"
+    if anchor13_setup "$chroot" ovs-vhost-ovs-bench "$work"; then
+        O13=$ANCHOR13_WORK/ovs
+    else
+        echo "ovs-vhost-ovs-bench: SKIPPED the Debian 13 anchor (OVS-DPDK 3.5): $ANCHOR13_WHY" >&2
+        switches=$(echo " $switches " | sed 's/ ovs-dpdk13 / /; s/^ //; s/ $//')
+    fi ;;
+esac
 
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 # nth_cpu N: the Nth CPU this script may run on.
@@ -160,10 +190,21 @@ run_switch () {
     [ "$ring" = packed ] && vdevopt=,packed_vq=1
 
     busy=$(tpmd_others_busy)
+    O=$O31
+    [ "$sw" = ovs-dpdk13 ] && O=$O13
     rm -rf "$O"
+    if [ "$sw" = ovs-dpdk13 ]; then
+        mkdir -p "$O"
+        anchor13_ovs_start "$O" "$pmd_mask" \
+            "--no-huge --legacy-mem -m 3072 --no-pci --file-prefix=ovsbench13$$" \
+            "$(ovs_netns "$O")" 2>>"$log.err" || return 1
+    else
     ovs_start_db "$O" || return 1
     ovs_vsctl "$O" set Open_vSwitch . other_config:pmd-cpu-mask="$pmd_mask"
-    if [ "$sw" = ovs-dpdk ]; then
+    fi
+    if [ "$sw" = ovs-dpdk13 ]; then
+        :
+    elif [ "$sw" = ovs-dpdk ]; then
         ovs_vsctl "$O" set Open_vSwitch . other_config:dpdk-init=true \
             other_config:dpdk-extra="--no-huge --legacy-mem -m 3072 --no-pci --file-prefix=ovsbench$$"
         # Named ovs-vswitchd, as the alternatives symlink names it, so that
@@ -174,7 +215,9 @@ run_switch () {
     else
         OVS_VSWITCHD=$vswitchd
     fi
-    ovs_start_vswitchd "$O" 2>>"$log.err" || return 1
+    if [ "$sw" != ovs-dpdk13 ]; then
+        ovs_start_vswitchd "$O" 2>>"$log.err" || return 1
+    fi
     ovs_vsctl_wait "$O" add-br br0 -- set bridge br0 datapath_type=netdev \
         -- add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuser \
            ofport_request=1 \
@@ -227,6 +270,7 @@ run_switch () {
     cp "$O/ovs-vswitchd.log" "$log.vswitchd"
     tpmd_stop fe "$work" >/dev/null 2>&1
     ovs_stop "$O" >/dev/null 2>&1
+    [ "$sw" = ovs-dpdk13 ] && cp "$O/start.log" "$log.start" && anchor13_ovs_wait "$O"
     echo "$sw,$ring,$rep,$(awk -v a="$rx0" -v b="$rx1" 'BEGIN { printf "%.3f,%.3f", a / 1e6, b / 1e6 }'),${cyc:-0},$busy,$best" \
         >> "$out/raw.csv"
     echo "  $sw $ring run $rep: $(tail -1 "$out/raw.csv" | cut -d, -f4,5) Mpps, ${cyc:-?} cycles/packet (best second $best), $busy other runnable tasks" >&2
@@ -247,18 +291,19 @@ median () {
         "$out/raw.csv" | median_of %s
 }
 
-# paired SWITCH RING WHAT (mpps: both ways summed; cycles): median over
-# the runs of SWITCH's figure / ovs-dpdk's in the same run number, which
+# paired SWITCH RING WHAT [ANCHOR] (mpps: both ways summed; cycles):
+# median over the runs of SWITCH's figure / ANCHOR's (default ovs-dpdk)
+# in the same run number, which
 # ran back to back.  On a VM the loop's speed drifts within a minute with
 # where the host puts the two vCPUs (as much as 2x here); a ratio taken
 # within one pair of runs keeps most of that out of the comparison.
 paired () {
-    awk -F, -v s="$1" -v r="$2" -v w="$3" '
-        NR > 1 && $2 == r && ($1 == s || $1 == "ovs-dpdk") {
+    awk -F, -v s="$1" -v r="$2" -v w="$3" -v a="${4:-ovs-dpdk}" '
+        NR > 1 && $2 == r && ($1 == s || $1 == a) {
             v[$1, $3] = (w == "mpps") ? $4 + $5 : $6; runs[$3] = 1 }
         END { for (k in runs)
-                  if (v["ovs-dpdk", k] + 0 > 0 && v[s, k] + 0 > 0)
-                      print v[s, k] / v["ovs-dpdk", k] }' "$out/raw.csv" |
+                  if (v[a, k] + 0 > 0 && v[s, k] + 0 > 0)
+                      print v[s, k] / v[a, k] }' "$out/raw.csv" |
         median_of %.2f
 }
 
@@ -290,12 +335,19 @@ for ring in $rings; do
                 status=1
                 tpmd_stop_all "$work" >/dev/null 2>&1
                 ovs_stop "$O" >/dev/null 2>&1
+                if [ "$sw" = ovs-dpdk13 ]; then
+                    cp "$O/start.log" "$log.start" 2>/dev/null
+                    cp "$O/ovs-vswitchd.log" "$log.vswitchd" 2>/dev/null
+                    anchor13_ovs_wait "$O"
+                fi
             }
         done
     done
 done
 
 {
+    echo "Ratios against OVS-DPDK 3.1 ($(dpkg-query -W -f='${Version}' openvswitch-switch-dpdk 2>/dev/null), Debian 12, the machine's):"
+    echo
     echo "| ring | switch | Mpps 0->1 | Mpps 1->0 | PMD cycles/packet | cycles/packet, all runs | best second | Mpps ratio | cycles ratio | paired Mpps ratio | paired cycles ratio | best second ratio |"
     echo "|------|--------|-----------|-----------|-------------------|-------------------------|-------------|------------|--------------|-------------------|---------------------|-------------------|"
     for ring in $rings; do
@@ -310,6 +362,32 @@ done
             echo "| $ring | $sw | $m0 | $m1 | $c | $(spread "$sw" "$ring") | $b | $ratio | $cratio | $(paired "$sw" "$ring" mpps) | $(paired "$sw" "$ring" cycles) | $bratio |"
         done
     done
+    if [ -n "$O13" ]; then
+        echo
+        echo "Ratios against OVS-DPDK 3.5 ($ANCHOR13_OVS, Debian 13, DPDK $ANCHOR13_DPDK, in the chroot $chroot); target: cycles ovs-vhost/3.5 <= 0.8:"
+        echo
+        echo "| ring | switch | PMD cycles/packet | best second | Mpps ratio | cycles ratio | paired Mpps ratio | paired cycles ratio | best second ratio | <= 0.8x |"
+        echo "|------|--------|-------------------|-------------|------------|--------------|-------------------|---------------------|-------------------|---------|"
+        for ring in $rings; do
+            d0=$(median ovs-dpdk13 "$ring" 4); d1=$(median ovs-dpdk13 "$ring" 5)
+            dc=$(median ovs-dpdk13 "$ring" 6); db=$(median ovs-dpdk13 "$ring" 8)
+            for sw in $switches; do
+                [ "$sw" = ovs-dpdk13 ] && continue
+                m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
+                c=$(median "$sw" "$ring" 6); b=$(median "$sw" "$ring" 8)
+                ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
+                    'BEGIN { printf (c + d > 0) ? "%.2f" : "?", (a + b) / (c + d) }' 2>/dev/null)
+                cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
+                pcyc=$(paired "$sw" "$ring" cycles ovs-dpdk13)
+                met=$(awk -v p="$pcyc" 'BEGIN { if (p == "?" || p == "") print "-"; else if (p + 0 <= 0.8) print "yes"; else print "no" }')
+                [ "$sw" = ovs-vhost ] || met=-
+                echo "| $ring | $sw | $c | $b | $ratio | $cratio | $(paired "$sw" "$ring" mpps ovs-dpdk13) | $pcyc | $bratio | $met |"
+            done
+        done
+    else
+        echo
+        echo "The Debian 13 anchor (OVS-DPDK 3.5) did not run${ANCHOR13_WHY:+: $ANCHOR13_WHY}."
+    fi
     echo
     echo "Median of $reps runs of ${duration} s, the switches alternating" \
          "(paired: median of the ratios of runs made back to back;" \
