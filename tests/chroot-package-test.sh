@@ -66,7 +66,7 @@ cleanup () {
     set +e
     trap - EXIT INT TERM HUP
     if [ -n "$work" ]; then
-        if [ $status = 0 ] && [ -z "${CHROOT_TEST_KEEP:-}" ]; then
+        if [ $status != 1 ] && [ -z "${CHROOT_TEST_KEEP:-}" ]; then
             rm -rf "$work"
         else
             say "logs kept in $work"
