@@ -11,5 +11,6 @@ EXTRA_DIST += \
 	debian/openvswitch-switch-vhost.install \
 	debian/openvswitch-switch-vhost.postinst \
 	debian/openvswitch-switch-vhost.prerm \
+	debian/ovs-switch-depends \
 	debian/rules \
 	debian/source/format

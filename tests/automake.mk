@@ -44,6 +44,8 @@ EXTRA_DIST += \
 	tests/ovs-lib.sh \
 	tests/check-all.sh \
 	tests/package-test.sh \
+	tests/chroot-package-test.sh \
+	tests/rpm-test.sh \
 	tests/qemu-guest.sh \
 	tests/qemu-guest-init.sh \
 	tests/qemu-guest-tool.c \

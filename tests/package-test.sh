@@ -2,14 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # The Debian packages, end to end, as an operator meets them.  As root on
 # Debian 12 with Debian's openvswitch-source and dpdk-testpmd (what
-# utilities/install-deps.sh installs):
+# utilities/install-deps.sh installs), or on Debian 13 (what
+# tests/chroot-package-test.sh does, in a chroot):
 #
 #   1. `make dist` in BUILDDIR (a configured ovs-vhost build directory),
 #      unpack the tarball in a scratch directory and build the packages
 #      there with `dpkg-buildpackage -us -uc -b`; lintian on the result:
-#      any error fails the test, warnings are listed;
+#      any error fails the test, warnings are listed; openvswitch-switch-vhost
+#      must depend on exactly one openvswitch-switch, "(= VERSION)"
+#      (dpkg-deb -f);
 #   2. install them beside Debian's openvswitch-switch (installed first if
-#      missing, with service start-up blocked by policy-rc.d);
+#      missing, with service start-up blocked by policy-rc.d); the
+#      openvswitch-switch installed must be that VERSION, built from the
+#      openvswitch-source the package was built from, and
+#      ovs-vswitchd-vhost --version must name its upstream version;
 #   3. select ovs-vswitchd-vhost with update-alternatives;
 #   4. start Open vSwitch the distro way (ovs-ctl start) and check that the
 #      running ovs-vswitchd is ours and offers dpdkvhostuserclient;
@@ -43,6 +49,8 @@
 #                            dpkg-buildpackage does)
 #   PACKAGE_TEST_JOBS        dpkg-buildpackage -j (default 2)
 #   PACKAGE_TEST_SECONDS     how long traffic runs (default 3)
+#   PACKAGE_TEST_TARBALL     the release tarball to build (default: `make
+#                            dist` in BUILDDIR, which may then be "-")
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-}
@@ -52,14 +60,21 @@ seconds=${PACKAGE_TEST_SECONDS:-3}
 say () { echo "package-test: $*"; }
 skip () { say "SKIP: $*"; exit 77; }
 
-[ -n "$builddir" ] && [ -f "$builddir/Makefile" ] \
-    || { echo "usage: $0 BUILDDIR (a configured ovs-vhost build)" >&2; exit 1; }
-builddir=$(cd "$builddir" && pwd)
+tarball=${PACKAGE_TEST_TARBALL:-}
+if [ -n "$tarball" ]; then
+    [ -f "$tarball" ] || { echo "$0: $tarball: no such tarball" >&2; exit 1; }
+    tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
+else
+    [ -n "$builddir" ] && [ -f "$builddir/Makefile" ] \
+        || { echo "usage: $0 BUILDDIR (a configured ovs-vhost build)" >&2; exit 1; }
+    builddir=$(cd "$builddir" && pwd)
+fi
 [ "$(id -u)" = 0 ] || skip "needs root (installs packages, starts Open vSwitch)"
 command -v dpkg-buildpackage >/dev/null && [ -r /etc/debian_version ] \
     || skip "not a Debian system with dpkg-dev"
 command -v dpdk-testpmd >/dev/null || skip "dpdk-testpmd not installed"
-[ -r /usr/src/openvswitch/openvswitch.tar.gz ] \
+# Debian 12's openvswitch-source is a tarball, Debian 13's a tree.
+[ -r /usr/src/openvswitch/openvswitch.tar.gz ] || [ -f /usr/src/openvswitch/configure ] \
     || skip "openvswitch-source not installed"
 
 # Debian's Open vSwitch layout.
@@ -174,10 +189,12 @@ fail () { say "FAILED: $*"; status=1; exit 1; }
 
 # --- 1. build -----------------------------------------------------------
 
-step "make dist"
-make -C "$builddir" dist >"$work/dist.log" 2>&1 || { tail -30 "$work/dist.log"; fail "make dist"; }
-tarball=$(ls -t "$builddir"/ovs-vhost-*.tar.gz | head -1)
-[ -f "$tarball" ] || fail "no tarball"
+if [ -z "$tarball" ]; then
+    step "make dist"
+    make -C "$builddir" dist >"$work/dist.log" 2>&1 || { tail -30 "$work/dist.log"; fail "make dist"; }
+    tarball=$(ls -t "$builddir"/ovs-vhost-*.tar.gz | head -1)
+    [ -f "$tarball" ] || fail "no tarball"
+fi
 say "$tarball"
 tar -xzf "$tarball" -C "$work"
 src=$(ls -d "$work"/ovs-vhost-*/)
@@ -201,6 +218,20 @@ say "lintian: $(grep -c '^E:' "$work/lintian.log") errors," \
     "$(grep -c '^I:' "$work/lintian.log") infos"
 [ $lintian_rc = 0 ] || fail "lintian reports errors"
 
+step "Depends: openvswitch-switch"
+ovs_src_version=$(dpkg-query -W -f='${Version}' openvswitch-source)
+depends=$(dpkg-deb -f "$(ls "$work"/openvswitch-switch-vhost_*.deb)" Depends)
+say "Depends: $depends"
+ovs_rel=$(echo "$depends" | tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep '^openvswitch-switch\( \|$\)')
+say "built from openvswitch-source $ovs_src_version: $ovs_rel"
+case $ovs_rel in
+    *"
+"*) fail "more than one relation on openvswitch-switch" ;;
+    "openvswitch-switch (= "*")") ovs_switch_version=${ovs_rel#openvswitch-switch (= }
+                                  ovs_switch_version=${ovs_switch_version%)} ;;
+    *) fail "openvswitch-switch-vhost does not depend on one exact openvswitch-switch" ;;
+esac
+
 # --- 2. install -----------------------------------------------------------
 
 step "install beside Debian's openvswitch-switch"
@@ -223,6 +254,13 @@ say "installed: $(tr '\n' ' ' < "$work/pkgs.ours")"
 dpkg-query -W openvswitch-switch openvswitch-switch-vhost libovs-vhost0 \
     libovs-vhost-dev | sed 's/^/  /'
 [ -x "$VHOST_BIN" ] || fail "$VHOST_BIN not installed"
+v=$(dpkg-query -W -f='${Version} ${source:Version}' openvswitch-switch)
+[ "$v" = "$ovs_switch_version $ovs_src_version" ] \
+    || fail "openvswitch-switch (version, source version) is $v, not $ovs_switch_version $ovs_src_version"
+"$VHOST_BIN" --version >"$work/version.txt" || fail "$VHOST_BIN --version"
+say "$(head -1 "$work/version.txt")"
+head -1 "$work/version.txt" | grep -q " ${ovs_src_version%-*}\$" \
+    || fail "$VHOST_BIN is not Open vSwitch ${ovs_src_version%-*}"
 update-alternatives --query ovs-vswitchd | grep -A1 "^Alternative: $VHOST_BIN\$" \
     | grep -q '^Priority: 25$' || fail "alternative not registered at priority 25"
 [ "$(readlink -f /usr/sbin/ovs-vswitchd)" != "$VHOST_BIN" ] \
