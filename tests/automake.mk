@@ -71,7 +71,14 @@ tests_test_engine_SOURCES = \
 	tests/test-guest-mem.c \
 	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
-	tests/test-packed.c \
+	tests/test-packed-diff.c \
+	tests/test-packed-fixture.c \
+	tests/test-packed-notify.c \
+	tests/test-packed-order.c \
+	tests/test-packed-ring.c \
+	tests/test-packed-state.c \
+	tests/test-packed-validate.c \
+	tests/test-packed.h \
 	tests/test-util.c \
 	tests/test-util.h \
 	tests/test-vhost-user.c

@@ -3117,11 +3117,21 @@ struct test_table {
 };
 
 /* The data path tests live in test-datapath.c (split rings) and
- * test-packed.c (packed rings). */
+ * test-packed-*.c (packed rings). */
 extern const struct tu_test tu_datapath_tests[];
 extern const size_t tu_n_datapath_tests;
-extern const struct tu_test tu_packed_tests[];
-extern const size_t tu_n_packed_tests;
+extern const struct tu_test tu_packed_ring_tests[];
+extern const size_t tu_n_packed_ring_tests;
+extern const struct tu_test tu_packed_validate_tests[];
+extern const size_t tu_n_packed_validate_tests;
+extern const struct tu_test tu_packed_order_tests[];
+extern const size_t tu_n_packed_order_tests;
+extern const struct tu_test tu_packed_notify_tests[];
+extern const size_t tu_n_packed_notify_tests;
+extern const struct tu_test tu_packed_state_tests[];
+extern const size_t tu_n_packed_state_tests;
+extern const struct tu_test tu_packed_diff_tests[];
+extern const size_t tu_n_packed_diff_tests;
 extern const struct tu_test tu_adversarial_tests[];
 extern const size_t tu_n_adversarial_tests;
 extern const struct tu_test tu_adv_ctrl_tests[];
@@ -3142,7 +3152,7 @@ extern const struct tu_test tu_iotlb_tests[];
 extern const size_t tu_n_iotlb_tests;
 
 /* Room for every table below; unused entries stay empty. */
-#define N_TEST_TABLES 24
+#define N_TEST_TABLES 48
 
 static void
 collect_tables(struct test_table tables[N_TEST_TABLES])
@@ -3158,7 +3168,18 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                         ARRAY_SIZE(engine_tests) };
     tables[n++] = (struct test_table) { tu_datapath_tests,
                                         tu_n_datapath_tests };
-    tables[n++] = (struct test_table) { tu_packed_tests, tu_n_packed_tests };
+    tables[n++] = (struct test_table) { tu_packed_ring_tests,
+                                        tu_n_packed_ring_tests };
+    tables[n++] = (struct test_table) { tu_packed_validate_tests,
+                                        tu_n_packed_validate_tests };
+    tables[n++] = (struct test_table) { tu_packed_order_tests,
+                                        tu_n_packed_order_tests };
+    tables[n++] = (struct test_table) { tu_packed_notify_tests,
+                                        tu_n_packed_notify_tests };
+    tables[n++] = (struct test_table) { tu_packed_state_tests,
+                                        tu_n_packed_state_tests };
+    tables[n++] = (struct test_table) { tu_packed_diff_tests,
+                                        tu_n_packed_diff_tests };
     tables[n++] = (struct test_table) { tu_adversarial_tests,
                                         tu_n_adversarial_tests };
     tables[n++] = (struct test_table) { tu_adv_ctrl_tests,
