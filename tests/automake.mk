@@ -63,7 +63,13 @@ tests_test_engine_SOURCES = \
 	tests/test-adv-ctrl.c \
 	tests/test-adv-stall.c \
 	tests/test-concurrency.c \
-	tests/test-datapath.c \
+	tests/test-datapath-buffers.c \
+	tests/test-datapath-cold.c \
+	tests/test-datapath-fixture.c \
+	tests/test-datapath-notify.c \
+	tests/test-datapath-queues.c \
+	tests/test-datapath-validate.c \
+	tests/test-datapath.h \
 	tests/test-dirty-log.c \
 	tests/test-engine.c \
 	tests/test-frontend.c \

@@ -3116,10 +3116,18 @@ struct test_table {
     size_t n;
 };
 
-/* The data path tests live in test-datapath.c (split rings) and
+/* The data path tests live in test-datapath-*.c (split rings) and
  * test-packed-*.c (packed rings). */
-extern const struct tu_test tu_datapath_tests[];
-extern const size_t tu_n_datapath_tests;
+extern const struct tu_test tu_datapath_queue_tests[];
+extern const size_t tu_n_datapath_queue_tests;
+extern const struct tu_test tu_datapath_validate_tests[];
+extern const size_t tu_n_datapath_validate_tests;
+extern const struct tu_test tu_datapath_cold_tests[];
+extern const size_t tu_n_datapath_cold_tests;
+extern const struct tu_test tu_datapath_notify_tests[];
+extern const size_t tu_n_datapath_notify_tests;
+extern const struct tu_test tu_datapath_buffer_tests[];
+extern const size_t tu_n_datapath_buffer_tests;
 extern const struct tu_test tu_packed_ring_tests[];
 extern const size_t tu_n_packed_ring_tests;
 extern const struct tu_test tu_packed_validate_tests[];
@@ -3166,8 +3174,16 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                         tu_n_vhost_user_tests };
     tables[n++] = (struct test_table) { engine_tests,
                                         ARRAY_SIZE(engine_tests) };
-    tables[n++] = (struct test_table) { tu_datapath_tests,
-                                        tu_n_datapath_tests };
+    tables[n++] = (struct test_table) { tu_datapath_queue_tests,
+                                        tu_n_datapath_queue_tests };
+    tables[n++] = (struct test_table) { tu_datapath_validate_tests,
+                                        tu_n_datapath_validate_tests };
+    tables[n++] = (struct test_table) { tu_datapath_cold_tests,
+                                        tu_n_datapath_cold_tests };
+    tables[n++] = (struct test_table) { tu_datapath_notify_tests,
+                                        tu_n_datapath_notify_tests };
+    tables[n++] = (struct test_table) { tu_datapath_buffer_tests,
+                                        tu_n_datapath_buffer_tests };
     tables[n++] = (struct test_table) { tu_packed_ring_tests,
                                         tu_n_packed_ring_tests };
     tables[n++] = (struct test_table) { tu_packed_validate_tests,

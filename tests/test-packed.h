@@ -8,9 +8,10 @@
  * contract of the packed data path (lib/virtq-packed.h,
  * include/ovs-vhost/vhost.h "Data path").
  *
- * The fixture (struct pk, test-packed-fixture.c) is test-datapath.c's: one
- * port with two queue pairs over four regions, two of them adjacent in
- * guest physical memory to force the cross-region (cold) paths:
+ * The fixture (struct pk, test-packed-fixture.c) is the split ring tests'
+ * (test-datapath.h) again: one port with two queue pairs over four
+ * regions, two of them adjacent in guest physical memory to force the
+ * cross-region (cold) paths:
  *
  *     region 0   GPA  0 MB ..  8 MB   memfd offset 0
  *     (gap)      GPA  8 MB .. 16 MB
