@@ -71,7 +71,14 @@ tests_test_engine_SOURCES = \
 	tests/test-datapath-validate.c \
 	tests/test-datapath.h \
 	tests/test-dirty-log.c \
+	tests/test-engine-device.c \
+	tests/test-engine-fixture.c \
+	tests/test-engine-mem.c \
+	tests/test-engine-proto.c \
+	tests/test-engine-socket.c \
+	tests/test-engine-vring.c \
 	tests/test-engine.c \
+	tests/test-engine.h \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \

@@ -141,14 +141,14 @@ enum mac_kind { MAC_UNICAST, MAC_MULTICAST, MAC_BROADCAST };
 /* Shared by the data path test files: see test-datapath-fixture.c. */
 bool dp_dalloc_alloc(void *aux, struct vhost_pkt *pkt, uint32_t len);
 void dp_dalloc_free(void *aux, struct vhost_pkt *pkt);
-struct tfe_mem * dp_mem_create(void);
+struct tfe_mem *dp_mem_create(void);
 uint64_t dp_boundary_tx(const struct dp *dp);
 uint64_t dp_boundary_rx(const struct dp *dp);
 uint64_t dp_mem_end(const struct dp *dp);
 void dp_start(struct dp *dp, const char *name, const struct dp_cfg *cfg);
 void dp_finish(struct dp *dp);
 struct dp_cfg dp_cfg_features(uint64_t features);
-uint8_t * dp_new_pkt(struct dp *dp, size_t len, enum mac_kind kind);
+uint8_t *dp_new_pkt(struct dp *dp, size_t len, enum mac_kind kind);
 void dp_check_bytes(const uint8_t *got, const uint8_t *exp, size_t len,
                     const char *what);
 void dp_check_pkt(const struct vhost_pkt *got, const uint8_t *exp, size_t len,

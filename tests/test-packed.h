@@ -191,7 +191,7 @@ struct item {
 /* Shared by the packed ring test files: see test-packed-fixture.c. */
 bool pk_palloc_alloc(void *aux, struct vhost_pkt *pkt, uint32_t len);
 void pk_palloc_free(void *aux, struct vhost_pkt *pkt);
-struct tfe_mem * pk_mem_create(void);
+struct tfe_mem *pk_mem_create(void);
 uint64_t pk_boundary_tx(const struct pk *pk);
 uint64_t pk_boundary_rx(const struct pk *pk);
 uint64_t pk_mem_end(const struct pk *pk);
@@ -199,7 +199,7 @@ void pk_start(struct pk *pk, const char *name, const struct pk_cfg *cfg);
 void pk_finish(struct pk *pk);
 struct pk_cfg pk_cfg_features(uint64_t features);
 struct pk_cfg pk_cfg_sized(uint64_t features, unsigned int queue_size);
-uint8_t * pk_new_pkt(struct pk *pk, size_t len, enum mac_kind kind);
+uint8_t *pk_new_pkt(struct pk *pk, size_t len, enum mac_kind kind);
 void pk_check_bytes(const uint8_t *got, const uint8_t *exp, size_t len,
                     const char *what);
 void pk_check_pkt(const struct vhost_pkt *got, const uint8_t *exp, size_t len,
