@@ -65,15 +65,35 @@ tests_test_engine_SOURCES = \
 	tests/test-adv-ctrl.c \
 	tests/test-adv-stall.c \
 	tests/test-concurrency.c \
-	tests/test-datapath.c \
+	tests/test-datapath-buffers.c \
+	tests/test-datapath-cold.c \
+	tests/test-datapath-fixture.c \
+	tests/test-datapath-notify.c \
+	tests/test-datapath-queues.c \
+	tests/test-datapath-validate.c \
+	tests/test-datapath.h \
 	tests/test-dirty-log.c \
+	tests/test-engine-device.c \
+	tests/test-engine-fixture.c \
+	tests/test-engine-mem.c \
+	tests/test-engine-proto.c \
+	tests/test-engine-socket.c \
+	tests/test-engine-vring.c \
 	tests/test-engine.c \
+	tests/test-engine.h \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
 	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
-	tests/test-packed.c \
+	tests/test-packed-diff.c \
+	tests/test-packed-fixture.c \
+	tests/test-packed-notify.c \
+	tests/test-packed-order.c \
+	tests/test-packed-ring.c \
+	tests/test-packed-state.c \
+	tests/test-packed-validate.c \
+	tests/test-packed.h \
 	tests/test-util.c \
 	tests/test-util.h \
 	tests/test-vhost-user.c

@@ -4,7 +4,7 @@
  * classes a backend must survive") that no other test file covers, and
  * the resource limits (README "Security").  tests/adversarial.at names one
  * test per bug class and runs these together with the existing tests that
- * cover the rest (test-engine.c, test-datapath.c, test-packed.c).
+ * cover the rest (test-engine.c, test-datapath-*.c, test-packed-*.c).
  *
  * Every test here runs an engine with two ports: port A, whose frontend
  * and guest misbehave, and port B, whose frontend is well-behaved.  It
