@@ -135,6 +135,12 @@ cc_nothing__(void *tid_)
     return NULL;
 }
 
+static bool
+cc_task_gone__(void *path)
+{
+    return access(path, F_OK) != 0;
+}
+
 /* Waits up to 2 s for thread 'tid', already joined, to leave
  * /proc/self/task: the kernel wakes the joiner before it reaps the task,
  * and a count taken in between is one too high. */
@@ -144,9 +150,7 @@ cc_wait_reaped(pid_t tid)
     char path[64];
 
     snprintf(path, sizeof path, "/proc/self/task/%ld", (long) tid);
-    for (int i = 0; access(path, F_OK) == 0 && i < 400; i++) {
-        tu_sleep_ms(5);
-    }
+    tu_wait_until(cc_task_gone__, path, 2000);
 }
 
 static void
