@@ -52,6 +52,7 @@ EXTRA_DIST += \
 	tests/qemu-guest.py \
 	tests/qemu-lib.sh \
 	tests/qemu-migration-control.sh \
+	tests/qemu-chroot.sh \
 	tests/README-qemu.md
 DISTCLEANFILES += tests/atconfig tests/atlocal
 
