@@ -25,6 +25,7 @@ TESTSUITE_AT = \
 	tests/qemu.at \
 	tests/qemu-lifecycle.at \
 	tests/qemu-migration.at \
+	tests/qemu-iommu.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk
