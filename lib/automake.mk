@@ -38,6 +38,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/virtio-ring.h \
 	lib/virtio.h \
 	lib/virtq.c \
+	lib/virtq-iommu.c \
+	lib/virtq-iommu.h \
 	lib/virtq-packed.c \
 	lib/virtq-packed.h \
 	lib/virtq-poslog.c \

@@ -16,6 +16,7 @@
 #include "virtio-ring.h"
 #include "virtio-ring-packed.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
 
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
  * unlocks it.  Runs on polling threads: it never waits. */
@@ -50,6 +51,8 @@ vhost_datapath_ctx__(struct vhost_dev *dev, const struct virtq *vq,
 {
     ctx->mem = dev->mem;
     ctx->log = NULL;
+    ctx->iotlb = vq->iotlb;
+    ctx->miss = false;
     if (OVS_UNLIKELY(vq->log_all && dev->log_base)) {
         log->base = dev->log_base;
         log->size = dev->log_size;
@@ -75,6 +78,23 @@ vhost_datapath_log_done__(struct vhost_dev *dev, const struct virtq *vq,
         uint64_t one = 1;
         if (write(dev->log_call_fd, &one, sizeof one) < 0) {
             /* Counter saturated: QEMU is behind; it will read the log. */
+        }
+    }
+}
+
+/* A burst of 'vq' stopped at a buffer whose translation the IOTLB lacks
+ * (virtq-iommu.h): asks the frontend for it, unless it was just asked.
+ * Called with the queue's access lock held. */
+static void OVS_COLD
+vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
+                      const struct virtq_ctx *ctx)
+{
+    if (virtq_iommu_should_ask(vq, ctx, vhost_time_msec())) {
+        if (vhost_dev_send_iotlb_miss(dev, ctx->miss_iova, ctx->miss_perm,
+                                      false)) {
+            vq->miss_sent = false;      /* A later burst asks again. */
+        } else {
+            vq->stats.iotlb_misses++;
         }
     }
 }
@@ -108,6 +128,9 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     if (OVS_UNLIKELY(ctx.log)) {
         vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
     }
+    if (OVS_UNLIKELY(ctx.miss)) {
+        vhost_datapath_miss__(dev, vq, &ctx);
+    }
     virtq_unlock(vq);
     return done;
 }
@@ -128,6 +151,9 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
     unsigned int done = vq->enqueue(vq, &ctx, pkts, n);
     if (OVS_UNLIKELY(ctx.log)) {
         vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
+    }
+    if (OVS_UNLIKELY(ctx.miss)) {
+        vhost_datapath_miss__(vhost_port_dev(port), vq, &ctx);
     }
     virtq_unlock(vq);
     return done;

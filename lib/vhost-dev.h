@@ -37,7 +37,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
+#include <pthread.h>
 #include "guest-mem-guard.h"
+#include "vhost-iotlb.h"
 #include "vhost-log.h"
 
 struct guest_mem;
@@ -90,8 +92,16 @@ struct vhost_dev {
     uint64_t log_size;
     int log_call_fd;
 
-    /* Backend request channel (SET_BACKEND_REQ_FD), stored for later. */
+    /* Backend request channel (SET_BACKEND_REQ_FD): IOTLB misses go to
+     * the frontend over it, from the engine loop (ring addresses) and
+     * from the data path (buffers).  'backend_mutex' guards the fd and
+     * every message written to it; the data path only tries it. */
     int backend_req_fd;
+    pthread_mutex_t backend_mutex;
+
+    /* The IOTLB (VIRTIO_F_IOMMU_PLATFORM; vhost-iotlb.h), changed only
+     * with every queue's access lock held. */
+    struct vhost_iotlb iotlb;
 
     /* What the embedder was last told. */
     bool ready;
@@ -129,6 +139,10 @@ void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);
 void vhost_dev_set_log_call_fd(struct vhost_dev *, int fd);
+void vhost_dev_set_backend_req_fd(struct vhost_dev *, int fd);
+int vhost_dev_iotlb_msg(struct vhost_dev *, const struct vhost_iotlb_msg *);
+int vhost_dev_send_iotlb_miss(struct vhost_dev *, uint64_t iova,
+                              uint8_t perm, bool wait);
 
 bool vhost_dev_check_guard(struct vhost_dev *);
 

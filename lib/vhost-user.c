@@ -524,7 +524,7 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
     vq->log_used = a->flags & (1u << VHOST_VRING_F_LOG);
     vq->has_addr = true;
     bool mapped = virtq_map(vq, dev->mem);
-    if (dev->mem && vq->size && !mapped) {
+    if (dev->mem && vq->size && !mapped && !vq->ring_miss) {
         /* Keep what worked before. */
         vq->desc_uva = old.desc_uva;
         vq->avail_uva = old.avail_uva;
@@ -537,9 +537,13 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
         virtq_resync_used(vq);
     }
     vq->ready = vq->ready && virtq_can_run(vq);
+    /* Behind an IOMMU, ring addresses the IOTLB has no entry for yet are
+     * not wrong: the ring waits, and a miss asks for them
+     * (vhost_dev_update_ready()). */
+    bool waits = vq->ring_miss;
     virtq_unlock(vq);
 
-    if (dev->mem && vq->size && !mapped) {
+    if (dev->mem && vq->size && !mapped && !waits) {
         return vhost_user_reject__(dev, msg, "vring %u (desc %#"PRIx64", "
                                    "avail %#"PRIx64", used %#"PRIx64") is "
                                    "not inside guest memory", vq->index,
@@ -856,8 +860,39 @@ vhost_user_set_backend_req_fd(struct vhost_dev *dev,
                               struct vhost_user_msg *msg,
                               struct vhost_user_reply *reply)
 {
-    close_fd_quietly(dev->backend_req_fd);
-    dev->backend_req_fd = vhost_user_msg_take_fd(msg, 0);
+    vhost_dev_set_backend_req_fd(dev, vhost_user_msg_take_fd(msg, 0));
+    return 0;
+}
+
+/* IOTLB_MSG: a translation from the frontend's vIOMMU (vhost-user.rst,
+ * "IOTLB message"), meaningful only with VIRTIO_F_IOMMU_PLATFORM
+ * negotiated.  The frontend wants it acknowledged (REPLY_ACK, which QEMU
+ * requires with an IOMMU), as vhost_user_dispatch() does. */
+static int
+vhost_user_iotlb_msg(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                     struct vhost_user_reply *reply)
+{
+    const struct vhost_iotlb_msg *m = &msg->payload.iotlb;
+
+    if (!vhost_dev_has_feature(dev, VIRTIO_F_ACCESS_PLATFORM)) {
+        dev->counters.iotlb_rejected++;
+        return vhost_user_reject__(dev, msg, "IOTLB message without "
+                                   "VIRTIO_F_IOMMU_PLATFORM negotiated");
+    }
+    /* Frontend-controlled: every field, checked by vhost_iotlb_apply(). */
+    if (vhost_dev_iotlb_msg(dev, m)) {
+        dev->counters.iotlb_rejected++;
+        return vhost_user_reject__(dev, msg, "IOTLB message type %u (IOVA "
+                                   "%#"PRIx64", size %#"PRIx64", perm %#x) "
+                                   "refused", m->type, m->iova, m->size,
+                                   m->perm);
+    }
+    if (m->type == VHOST_IOTLB_UPDATE) {
+        dev->counters.iotlb_updates++;
+    } else {
+        dev->counters.iotlb_invalidations++;
+    }
+    dev->counters.iotlb_evicted = dev->iotlb.n_evicted;
     return 0;
 }
 
@@ -972,6 +1007,8 @@ static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = 
         PF(LOG_SHMFD)),
     REQ(SET_BACKEND_REQ_FD, vhost_user_set_backend_req_fd, NONE, FDS(1, 1),
         NO_REPLY, PF(BACKEND_REQ)),
+    REQ(IOTLB_MSG, vhost_user_iotlb_msg, EXACT(struct vhost_iotlb_msg),
+        FDS(0, 0), NO_REPLY, NO_PF),
 #undef REQ
 };
 #undef SIZE

@@ -85,6 +85,7 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
+	tests/test-iommu.c \
 	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
 	tests/test-packed-diff.c \

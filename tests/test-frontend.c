@@ -1049,15 +1049,27 @@ tfe_set_vring_addr(struct tfe *fe, uint32_t index)
     vr = &fe->vrings[index];
     memset(&addr, 0, sizeof addr);
     addr.index = index;
-    addr.desc_user_addr = tfe_va_to_uva(vr->desc);
-    addr.avail_user_addr = tfe_va_to_uva(vr->avail);
-    addr.used_user_addr = tfe_va_to_uva(vr->used);
+    if (fe->iova_offset) {
+        /* Behind an IOMMU QEMU sends I/O virtual addresses, the log's
+         * too. */
+        addr.desc_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->desc)
+                              + fe->iova_offset;
+        addr.avail_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->avail)
+                               + fe->iova_offset;
+        addr.used_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->used)
+                              + fe->iova_offset;
+    } else {
+        addr.desc_user_addr = tfe_va_to_uva(vr->desc);
+        addr.avail_user_addr = tfe_va_to_uva(vr->avail);
+        addr.used_user_addr = tfe_va_to_uva(vr->used);
+    }
     if (vr->log_used) {
         /* As QEMU sends it: its "used" address, which for a packed ring
          * is the device event area, not the descriptor ring the device
          * writes back into. */
         addr.flags = 1u << VHOST_VRING_F_LOG;
-        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used);
+        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used)
+                              + fe->iova_offset;
     }
     return tfe_set_vring_addr_raw(fe, &addr);
 }
@@ -1217,6 +1229,77 @@ tfe_set_backend_req_fd(struct tfe *fe)
                         NULL, 0, &sv[1], 1);
     close(sv[1]);
     return error;
+}
+
+int
+tfe_iotlb_msg(struct tfe *fe, uint8_t type, uint64_t iova, uint64_t size,
+              uint64_t uaddr, uint8_t perm)
+{
+    struct vhost_iotlb_msg m = {
+        .iova = iova, .size = size, .uaddr = uaddr, .perm = perm,
+        .type = type,
+    };
+
+    return tfe_request(fe, VHOST_USER_IOTLB_MSG, fe->reply_ack, &m,
+                       sizeof m, NULL, 0);
+}
+
+/* Maps the 'size' bytes of guest memory at 'gpa', inside one region, at
+ * IOVA 'gpa' + 'iova_offset'. */
+int
+tfe_iotlb_map(struct tfe *fe, uint64_t gpa, uint64_t size, uint8_t perm)
+{
+    void *va = tfe_mem_gpa_to_va(fe->mem, gpa, size);
+
+    if (!va) {
+        return -EINVAL;
+    }
+    return tfe_iotlb_msg(fe, VHOST_IOTLB_UPDATE, gpa + fe->iova_offset, size,
+                         tfe_va_to_uva(va), perm);
+}
+
+int
+tfe_iotlb_map_mem(struct tfe *fe, uint8_t perm)
+{
+    for (size_t i = 0; i < fe->mem->n_regions; i++) {
+        const struct tfe_region *r = &fe->mem->regions[i];
+        int error = tfe_iotlb_map(fe, r->gpa, r->size, perm);
+
+        if (error) {
+            return error;
+        }
+    }
+    return 0;
+}
+
+int
+tfe_iotlb_recv_miss(struct tfe *fe, uint64_t *iova, uint8_t *perm,
+                    int timeout_ms)
+{
+    struct {
+        struct vhost_user_hdr hdr;
+        struct vhost_iotlb_msg iotlb;
+    } __attribute__((packed)) m;
+    struct pollfd pfd = { .fd = fe->backend_req_fd, .events = POLLIN };
+
+    if (fe->backend_req_fd < 0) {
+        return -ENOTCONN;
+    }
+    if (poll(&pfd, 1, timeout_ms) <= 0) {
+        return -EAGAIN;
+    }
+    /* Messages are small and written whole: one read is one message. */
+    if (recv(fe->backend_req_fd, &m, sizeof m, MSG_DONTWAIT)
+        != (ssize_t) sizeof m
+        || m.hdr.request != VHOST_USER_BACKEND_IOTLB_MSG
+        || m.hdr.flags != VHOST_USER_VERSION
+        || m.hdr.size != sizeof m.iotlb
+        || m.iotlb.type != VHOST_IOTLB_MISS) {
+        return -EPROTO;
+    }
+    *iova = m.iotlb.iova;
+    *perm = m.iotlb.perm;
+    return 0;
 }
 
 int
@@ -1581,6 +1664,7 @@ tfe_vq_init(struct tfe_vq *vq, struct tfe *fe, uint32_t index,
         abort();
     }
     vq->arena_gpa = tfe_mem_va_to_gpa(fe->mem, arena);
+    vq->iova_offset = fe->iova_offset;
     vq->arena_size = arena_size;
     vq->mrg = (fe->features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)) != 0;
     vq->packed = (fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED)) != 0;
@@ -2027,13 +2111,15 @@ add_chain_packed__(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
 
         for (size_t i = 0; i < n; i++) {
             table[i] = (struct tfe_pdesc) {
-                .addr = segs[i].gpa, .len = segs[i].len, .flags = flags,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
+                .flags = flags,
             };
         }
         if (!tfe_mem_write(vq->mem, table_gpa, table, sizeof table[0] * n)) {
             return -EFAULT;
         }
-        tfe_vq_pwrite(vq, 0, table_gpa, sizeof table[0] * n, id,
+        tfe_vq_pwrite(vq, 0, table_gpa + vq->iova_offset,
+                      sizeof table[0] * n, id,
                       TFE_DESC_F_INDIRECT | tfe_vq_pavail(vq, 0));
     } else {
         /* Every descriptor but the head first, then the head, whose flags
@@ -2043,8 +2129,8 @@ add_chain_packed__(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
             uint16_t d_id = (i + 1 == n || vq->same_ids
                              ? id : TFE_PACKED_ID_POISON);
 
-            tfe_vq_pwrite(vq, i, segs[i].gpa, segs[i].len, d_id,
-                          f | tfe_vq_pavail(vq, i));
+            tfe_vq_pwrite(vq, i, segs[i].gpa + vq->iova_offset,
+                          segs[i].len, d_id, f | tfe_vq_pavail(vq, i));
         }
     }
     tfe_vq_pclaim(vq, id, n_slots);
@@ -2197,7 +2283,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
 
         for (size_t i = 0; i < n; i++) {
             table[i] = (struct tfe_desc) {
-                .addr = segs[i].gpa, .len = segs[i].len,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
                 .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
                 .next = i + 1 < n ? i + 1 : 0,
             };
@@ -2207,7 +2293,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
         }
         ids[n_ids++] = tfe_vq_take_desc(vq);
         vq->desc[ids[0]] = (struct tfe_desc) {
-            .addr = table_gpa, .len = sizeof table[0] * n,
+            .addr = table_gpa + vq->iova_offset, .len = sizeof table[0] * n,
             .flags = TFE_DESC_F_INDIRECT,
         };
     } else {
@@ -2216,7 +2302,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
         }
         for (size_t i = 0; i < n; i++) {
             vq->desc[ids[i]] = (struct tfe_desc) {
-                .addr = segs[i].gpa, .len = segs[i].len,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
                 .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
                 .next = i + 1 < n ? ids[i + 1] : 0,
             };

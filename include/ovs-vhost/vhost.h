@@ -243,6 +243,15 @@ struct vhost_port_counters {
     uint64_t rings_recovered_inexact; /* ...of which the log could not
                                  * place exactly: the backend was killed
                                  * mid-burst (lib/virtq-poslog.h). */
+
+    /* vIOMMU (VIRTIO_F_IOMMU_PLATFORM), for the port's lifetime. */
+    uint64_t iotlb_updates;     /* IOTLB_MSG updates applied. */
+    uint64_t iotlb_invalidations; /* IOTLB_MSG invalidations applied. */
+    uint64_t iotlb_rejected;    /* IOTLB_MSG messages refused: a range
+                                 * that wraps, a bad permission or type,
+                                 * or no IOMMU_PLATFORM negotiated. */
+    uint64_t iotlb_evicted;     /* Entries dropped to make room. */
+    uint64_t iotlb_ring_misses; /* Misses sent for ring addresses. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
@@ -423,6 +432,16 @@ struct vhost_queue_stats {
     uint64_t budget_stops;      /* Bursts ended by their work budget. */
     uint64_t small_buf_stops;   /* Enqueue bursts stopped at guest buffers
                                  * too small for the next packet. */
+
+    /* With a vIOMMU (VIRTIO_F_IOMMU_PLATFORM): every guest address is an
+     * I/O virtual address, translated through the device's IOTLB. */
+    uint64_t iotlb_hits;        /* Buffer translations the IOTLB had. */
+    uint64_t iotlb_misses;      /* IOTLB misses sent to the frontend. */
+    uint64_t iotlb_waits;       /* Bursts that stopped at a chain whose
+                                 * translation is still missing: the chain
+                                 * stays available until it arrives. */
+    uint64_t iotlb_denied;      /* Chains dropped: the IOTLB entry lacks
+                                 * the access the buffer needs. */
 };
 
 int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,

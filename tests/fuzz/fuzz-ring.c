@@ -64,7 +64,7 @@ fuzz_ring_vq_init(struct virtq *vq, const struct fuzz_mem *fm,
                   uint64_t desc_gpa, uint64_t avail_gpa, uint64_t used_gpa)
 {
     virtq_init(vq, 1);
-    virtq_configure(vq, features, fm->gm);
+    virtq_configure(vq, features, fm->gm, NULL);
     vq->size = size;
     virtq_set_base(vq, base);
     vq->desc_uva = fuzz_mem_uva(fm, desc_gpa);
@@ -366,7 +366,7 @@ fuzz_ring_run(struct fuzz_ring *fr, struct fuzz_input *in)
             break;
         case 3:
             fr->features ^= FEATURE_BIT(VHOST_F_LOG_ALL);
-            virtq_configure(&fr->vq, fr->features, fr->fm.gm);
+            virtq_configure(&fr->vq, fr->features, fr->fm.gm, NULL);
             break;
         }
     }
