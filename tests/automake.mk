@@ -123,6 +123,14 @@ bench-hostile: tests/test-engine
 	tests/test-engine adv-budget-bench
 .PHONY: bench-hostile
 
+# `make bench-iommu`: cycles per packet of a 32-packet burst without an
+# IOMMU and with one (VIRTIO_F_IOMMU_PLATFORM, one IOTLB entry per page of
+# buffers), side by side, both ring layouts and directions (the
+# "iommu-bench" test of tests/test-iommu.c).
+bench-iommu: tests/test-engine
+	tests/test-engine iommu-bench
+.PHONY: bench-iommu
+
 $(srcdir)/tests/package.m4: $(top_srcdir)/configure.ac
 	$(AM_V_GEN):;{ \
 	  echo '# Signature of the current package.' && \
