@@ -204,10 +204,16 @@ cmd_udp_send(const char *ip, unsigned int port, unsigned int flows,
         return 1;
     }
     for (unsigned int f = 0; f < flows; f++) {
+        int one = 1;
+
         fds[f] = socket(AF_INET, SOCK_DGRAM, 0);
         if (fds[f] < 0) {
             return fail("socket");
         }
+        /* Without IP_RECVERR a datagram the qdisc drops (the NIC's ring
+         * full: a backend slower than the sender) is reported as sent, and
+         * lost without a word but SndbufErrors in /proc/net/snmp. */
+        setsockopt(fds[f], IPPROTO_IP, IP_RECVERR, &one, sizeof one);
     }
     for (unsigned int i = 0; i < count; i++) {
         if (pps && i && i % 16 == 0) {
@@ -219,8 +225,8 @@ cmd_udp_send(const char *ip, unsigned int port, unsigned int flows,
             }
         }
         udp_pattern(buf, size, i);
-        /* A full qdisc says ENOBUFS: the datagram never left, so wait
-         * for the ring to drain and send it again. */
+        /* A full qdisc says ENOBUFS (IP_RECVERR): the datagram never
+         * left, so wait for the ring to drain and send it again. */
         while (sendto(fds[i % flows], buf, size, 0, (struct sockaddr *) &sin,
                       sizeof sin) != (ssize_t) size) {
             if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {

@@ -177,6 +177,9 @@ def udp_pattern(seq, size):
 def udp_send(dst, port, flows, count, size, pps):
     socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
              for _ in range(flows)]
+    for s in socks:
+        # A datagram the qdisc drops is then ENOBUFS, not a silent loss.
+        s.setsockopt(socket.IPPROTO_IP, 11, 1)      # IP_RECVERR
     t0 = time.monotonic()
     for i in range(count):
         if pps and i and i % 16 == 0:
