@@ -532,6 +532,11 @@ vhost_dev_check_guard(struct vhost_dev *dev)
 void
 vhost_dev_reset(struct vhost_dev *dev)
 {
+    /* First, before any queue lock: a PMD thread may hold one while it
+     * waits in a postcopy fault that a frontend gone will never serve;
+     * closing our userfaultfd (the frontend's copy went with it) wakes
+     * it. */
+    vhost_postcopy_reset(dev);
     vhost_dev_gone__(dev);
 
     vhost_dev_lock_queues(dev);
@@ -544,7 +549,6 @@ vhost_dev_reset(struct vhost_dev *dev)
     dev->n_vqs = 0;
 
     vhost_dev_set_features(dev, 0);
-    vhost_postcopy_reset(dev);
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
     vhost_dev_set_log_call_fd(dev, -1);

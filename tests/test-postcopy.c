@@ -313,11 +313,97 @@ test_postcopy_order(void)
     pc_finish(&pc);
 }
 
+/* A burst on another thread, as a PMD thread's. */
+struct pc_burst {
+    struct pc *pc;
+    atomic_int done;            /* -1 until the burst returns. */
+};
+
+static void *
+pc_burst_main(void *burst_)
+{
+    struct pc_burst *b = burst_;
+    struct vhost_pkt out = { .data = NULL };
+    struct dalloc da = { .fail_after = -1 };
+    struct vhost_pkt_alloc alloc = {
+        .alloc = dp_dalloc_alloc, .free = dp_dalloc_free, .aux = &da,
+    };
+    unsigned int n = vhost_dequeue_burst(b->pc->port, 0, &out, 1, &alloc);
+
+    dp_release_pkts(&out, n);
+    atomic_store(&b->done, n);
+    return NULL;
+}
+
+static bool
+pc_burst_done__(void *burst_)
+{
+    struct pc_burst *b = burst_;
+
+    return atomic_load(&b->done) >= 0;
+}
+
+/* The frontend goes while a burst waits in a fault on a page it never
+ * sent, holding its queue's lock: the engine's reset closes the
+ * userfaultfd before it takes any queue lock, which wakes the burst,
+ * rather than waiting for the lock for ever. */
+static void
+test_postcopy_gone(void)
+{
+    uint64_t bases[TFE_MAX_REGIONS];
+    struct pc pc;
+    int ufd;
+
+    pc_need_userfaultfd();
+    pc_start(&pc, "pc-gone", true);
+    TU_CHECK_OK(tfe_postcopy_advise(pc.fe, &ufd));
+    TU_CHECK_OK(tfe_postcopy_listen(pc.fe));
+    /* Every page the rings and the packet use, written before they are
+     * registered: present, so only the punched page faults. */
+    const struct tfe_region *r1 = &pc.fe->mem->regions[1];
+    memset(pc.fe->mem->regions[0].va, 0, 64 << 10);
+    memset(r1->va, 0, 2 << 20);
+    TU_CHECK_OK(tfe_postcopy_set_mem_table(pc.fe, bases));
+    for (unsigned int q = 0; q < 2; q++) {
+        TU_CHECK_OK(tfe_vring_setup(pc.fe, q, 256));
+        TU_CHECK_OK(tfe_set_vring_enable(pc.fe, q, true));
+    }
+    TU_CHECK(tu_wait_port(pc.port, tu_port_ready, NULL, TU_TIMEOUT_MS));
+
+    struct tfe_vq tx;
+    static const struct tfe_net_hdr zero;
+    uint8_t pkt[100] = { 1 };
+    TU_CHECK_OK(tfe_vq_init(&tx, pc.fe, 1, 1, 1 << 20));
+    struct tfe_buf_opts at = { .gpa = r1->gpa + (1 << 20) };
+    TU_CHECK_CMP(tfe_vq_post_tx(&tx, &zero, 12, pkt, sizeof pkt, &at), >=, 0);
+    TU_CHECK_OK(fallocate(r1->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                          r1->mmap_offset + (1 << 20), PAGE));
+
+    struct pc_burst burst = { .pc = &pc };
+    atomic_init(&burst.done, -1);
+    pthread_t thread;
+    TU_CHECK_OK(pthread_create(&thread, NULL, pc_burst_main, &burst));
+    tu_sleep_ms(100);
+    TU_CHECK(!pc_burst_done__(&burst));
+    tu_log("the burst waits in the fault; the frontend goes");
+    close(ufd);
+    tfe_disconnect(pc.fe);
+    TU_CHECK(tu_wait_port(pc.port, tu_port_disconnected, NULL,
+                          TU_TIMEOUT_MS));
+    TU_CHECK(tu_wait_until(pc_burst_done__, &burst, TU_TIMEOUT_MS));
+    pthread_join(thread, NULL);
+    tu_log("  the burst returned %d", atomic_load(&burst.done));
+    tfe_vq_destroy(&tx);
+    pc_finish(&pc);
+}
+
 const struct tu_test tu_postcopy_tests[] = {
     { "postcopy-flow", test_postcopy_flow,
       "postcopy: advise, listen, memory table, a fault served, end" },
     { "postcopy-order", test_postcopy_order,
       "postcopy: steps out of order refused, nothing leaked" },
+    { "postcopy-gone", test_postcopy_gone,
+      "postcopy: the frontend gone while a burst waits in a fault" },
 };
 
 const size_t tu_n_postcopy_tests = ARRAY_SIZE(tu_postcopy_tests);
