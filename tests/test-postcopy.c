@@ -37,7 +37,7 @@ pc_start(struct pc *pc, const char *name, bool pagefault)
 
     memset(pc, 0, sizeof *pc);
     pc->fds0 = tu_count_fds();
-    pc->threads0 = tu_count_threads();
+    pc->threads0 = tu_thread_baseline();
     tu_events_init(&pc->ev);
     pc->path = tu_path(name);
 
