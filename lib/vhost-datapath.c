@@ -18,6 +18,8 @@
 #include "virtq.h"
 #include "virtq-iommu.h"
 
+static bool vhost_datapath_remap__(struct vhost_dev *, struct virtq *);
+
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
  * unlocks it.  Runs on polling threads: it never waits. */
 static inline struct virtq *
@@ -34,8 +36,10 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
         return NULL;
     }
     /* A guarded SIGBUS broke the device (the frontend shrank guest memory
-     * or the log): no burst from now on; the engine loop disconnects. */
-    if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard))) {
+     * or the log): no burst from now on; the engine loop disconnects.  A
+     * ring behind an IOMMU may have lost its translation (virtq-iommu.h). */
+    if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard)
+                     || (!vq->desc && !vhost_datapath_remap__(dev, vq)))) {
         virtq_unlock(vq);
         return NULL;
     }
@@ -97,6 +101,25 @@ vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
             vq->stats.iotlb_misses++;
         }
     }
+}
+
+/* Ring 'vq', ready but unmapped, lost its translation to an IOTLB
+ * invalidation: translates it again, or asks the frontend for what it
+ * misses (once a page, as for buffers) and returns false. */
+static bool OVS_COLD
+vhost_datapath_remap__(struct vhost_dev *dev, struct virtq *vq)
+{
+    if (virtq_iommu_remap(vq, dev->mem)) {
+        return true;
+    }
+    if (vq->ring_miss) {
+        struct virtq_ctx ctx = {
+            .miss = true, .miss_iova = vq->ring_miss_iova,
+            .miss_perm = vq->ring_miss_perm,
+        };
+        vhost_datapath_miss__(dev, vq, &ctx);
+    }
+    return false;
 }
 
 unsigned int

@@ -17,6 +17,7 @@
 #include "util.h"
 #include "vhost-user-msg.h"
 #include "virtio.h"
+#include "virtq-iommu.h"
 #include "virtq-poslog.h"
 #include "virtq.h"
 
@@ -37,6 +38,7 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->log_call_fd = -1;
     dev->backend_req_fd = -1;
     pthread_mutex_init(&dev->backend_mutex, NULL);
+    dev->postcopy_ufd = -1;
     vhost_iotlb_init(&dev->iotlb, VHOST_IOTLB_MAX_ENTRIES);
     guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
@@ -398,6 +400,12 @@ vhost_dev_ask_rings__(struct vhost_dev *dev)
                                           vq->ring_miss_perm, true)) {
             vq->ring_miss_asked = true;
             dev->counters.iotlb_ring_misses++;
+            /* So that the bursts of a ring that lost its translation do
+             * not ask for it again (virtq_iommu_should_ask()). */
+            virtq_lock(vq);
+            virtq_iommu_note_asked(vq, vq->ring_miss_iova,
+                                   vq->ring_miss_perm, vhost_time_msec());
+            virtq_unlock(vq);
         }
     }
 }
@@ -406,8 +414,8 @@ vhost_dev_ask_rings__(struct vhost_dev *dev)
  * queue's access lock held, so that no burst runs on a translation it
  * removes.  Rings waiting for a translation, and rings an invalidation
  * may have taken one from, are translated again in the same critical
- * section; a ring that lost its translation stops until an update brings
- * it back.  An update also lets the data path ask again for buffers it
+ * section; a ring that lost its translation stays ready, its bursts doing
+ * nothing until an update brings it back (virtq-iommu.h).  An update also lets the data path ask again for buffers it
  * still misses.  Returns 0 or EINVAL, the IOTLB unchanged, for a message
  * the "Trust model" of vhost-iotlb.h refuses. */
 int
@@ -424,8 +432,9 @@ vhost_dev_iotlb_msg(struct vhost_dev *dev, const struct vhost_iotlb_msg *msg)
         if (msg->type == VHOST_IOTLB_UPDATE) {
             vq->miss_sent = false;
         }
-        if (vq->ring_miss || msg->type == VHOST_IOTLB_INVALIDATE) {
-            virtq_map(vq, dev->mem);
+        if (vq->ring_miss || vq->iotlb_lost
+            || msg->type == VHOST_IOTLB_INVALIDATE) {
+            virtq_iommu_remap(vq, dev->mem);
             vq->ready = vq->ready && virtq_can_run(vq);
         }
     }
@@ -531,6 +540,11 @@ vhost_dev_check_guard(struct vhost_dev *dev)
 void
 vhost_dev_reset(struct vhost_dev *dev)
 {
+    /* First, before any queue lock: a PMD thread may hold one while it
+     * waits in a postcopy fault that a frontend gone will never serve;
+     * closing our userfaultfd (the frontend's copy went with it) wakes
+     * it. */
+    vhost_postcopy_reset(dev);
     vhost_dev_gone__(dev);
 
     vhost_dev_lock_queues(dev);

@@ -213,6 +213,24 @@ virtq_iommu_map_ring(const struct vhost_iotlb *iotlb,
     return hva;
 }
 
+/* Translates 'vq''s ring through its IOTLB again (virtq_map()), after an
+ * IOTLB message or, from the data path, at a burst of a ring that lost
+ * its translation.  A ring that was translated before (or lost it to an
+ * invalidation already) and now misses is marked 'iotlb_lost': it stays
+ * ready.  Returns true if the ring is mapped.  The caller holds the
+ * access lock. */
+bool
+virtq_iommu_remap(struct virtq *vq, const struct guest_mem *mem)
+{
+    bool held = vq->desc || vq->iotlb_lost;
+
+    if (virtq_map(vq, mem)) {
+        return true;
+    }
+    vq->iotlb_lost = held && vq->ring_miss;
+    return false;
+}
+
 /* A burst of 'vq' stopped at the miss recorded in 'ctx'.  Counts the
  * wait, and returns true if the frontend is to be asked for the
  * translation (and then notes it as asked at 'now_ms'): not if the same
@@ -230,9 +248,19 @@ virtq_iommu_should_ask(struct virtq *vq, const struct virtq_ctx *ctx,
         && now_ms - vq->miss_sent_ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
         return false;
     }
-    vq->miss_sent = true;
-    vq->miss_sent_iova = page;
-    vq->miss_sent_perm = ctx->miss_perm;
-    vq->miss_sent_ms = now_ms;
+    virtq_iommu_note_asked(vq, ctx->miss_iova, ctx->miss_perm, now_ms);
     return true;
+}
+
+/* Notes that the frontend was asked at 'now_ms' for the translation of
+ * 'iova' for 'perm', so that bursts that miss the same page do not ask
+ * again for a while.  The caller holds the access lock. */
+void
+virtq_iommu_note_asked(struct virtq *vq, uint64_t iova, uint8_t perm,
+                       long long int now_ms)
+{
+    vq->miss_sent = true;
+    vq->miss_sent_iova = iova & ~(uint64_t) 4095;
+    vq->miss_sent_perm = perm;
+    vq->miss_sent_ms = now_ms;
 }

@@ -29,8 +29,11 @@
  * message a second.
  *
  * Ring addresses are translated by the control plane (virtq_map()), which
- * asks for a missing ring translation itself: a ring waits, unmapped and
- * not ready, until its entries arrive (vhost_dev_iotlb_msg()).
+ * asks for a missing ring translation itself: a new ring waits, unmapped
+ * and not ready, until its entries arrive (vhost_dev_iotlb_msg()).  A ring
+ * that had its translation and lost it to an invalidation stays ready
+ * ('iotlb_lost'): the next burst translates it again, or asks for it and
+ * does nothing (vhost-datapath.c).
  *
  * Thread-safety
  * =============
@@ -79,5 +82,8 @@ void *virtq_iommu_map_ring(const struct vhost_iotlb *,
                            uint64_t *miss_iovap);
 bool virtq_iommu_should_ask(struct virtq *, const struct virtq_ctx *,
                             long long int now_ms);
+void virtq_iommu_note_asked(struct virtq *, uint64_t iova, uint8_t perm,
+                            long long int now_ms);
+bool virtq_iommu_remap(struct virtq *, const struct guest_mem *);
 
 #endif /* virtq-iommu.h */

@@ -239,6 +239,7 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
 
     virtq_unmap(vq);
     virtq_size_ids__(vq);
+    vq->iotlb_lost = false;
     if (!mem || !vq->has_addr || !vq->size) {
         vq->ring_miss = vq->ring_miss_asked = false;
         return false;
@@ -365,7 +366,8 @@ virtq_can_run(const struct virtq *vq)
     /* A packed ring's positions index the ring itself: SET_VRING_BASE
      * and SET_VRING_NUM may come in either order, so they are checked
      * against each other here, where both are known. */
-    return vq->enabled && vq->size && vq->desc && vq->has_kick
+    return vq->enabled && vq->size && (vq->desc || vq->iotlb_lost)
+           && vq->has_kick
            && (!vq->packed
                || (virtq_packed_positions_ok(
                        virtq_packed_pos__(vq->last_avail_idx,

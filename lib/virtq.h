@@ -131,6 +131,14 @@ struct virtq {
     uint8_t ring_miss_perm;
     uint64_t ring_miss_iova;
     bool ring_miss_asked;       /* The engine loop sent that miss. */
+    bool iotlb_lost;            /* Translated once, then lost to an IOTLB
+                                 * invalidation only: the ring stays ready
+                                 * (virtq_can_run()), unmapped, and bursts
+                                 * translate it again (virtq_iommu_remap()):
+                                 * a lazy Linux guest flushes its whole
+                                 * IOVA space every few milliseconds, and
+                                 * that must pause the ring, not take the
+                                 * device down. */
 
     /* Data path, under the lock.  Split: 'last_avail_idx' is the next
      * avail ring entry to process and 'last_used_idx' the next used ring

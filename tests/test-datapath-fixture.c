@@ -94,7 +94,7 @@ dp_start(struct dp *dp, const char *name, const struct dp_cfg *cfg)
 
     memset(dp, 0, sizeof *dp);
     dp->fds0 = tu_count_fds();
-    dp->threads0 = tu_count_threads();
+    dp->threads0 = tu_thread_baseline();
     tu_events_init(&dp->ev);
     dp->path = tu_path(name);
 
