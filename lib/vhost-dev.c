@@ -37,6 +37,7 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->log_call_fd = -1;
     dev->backend_req_fd = -1;
     pthread_mutex_init(&dev->backend_mutex, NULL);
+    dev->postcopy_ufd = -1;
     vhost_iotlb_init(&dev->iotlb, VHOST_IOTLB_MAX_ENTRIES);
     guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
@@ -543,6 +544,7 @@ vhost_dev_reset(struct vhost_dev *dev)
     dev->n_vqs = 0;
 
     vhost_dev_set_features(dev, 0);
+    vhost_postcopy_reset(dev);
     vhost_dev_set_mem(dev, NULL);
     vhost_dev_set_log(dev, NULL, 0, NULL, 0);
     vhost_dev_set_log_call_fd(dev, -1);

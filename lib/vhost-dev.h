@@ -41,6 +41,7 @@
 #include "guest-mem-guard.h"
 #include "vhost-iotlb.h"
 #include "vhost-log.h"
+#include "vhost-postcopy.h"
 
 struct guest_mem;
 struct virtq;
@@ -102,6 +103,11 @@ struct vhost_dev {
     /* The IOTLB (VIRTIO_F_IOMMU_PLATFORM; vhost-iotlb.h), changed only
      * with every queue's access lock held. */
     struct vhost_iotlb iotlb;
+
+    /* Postcopy live migration (vhost-postcopy.h): the userfaultfd from
+     * POSTCOPY_ADVISE (or -1) and where the steps stand. */
+    int postcopy_ufd;
+    enum vhost_postcopy_state postcopy_state;
 
     /* What the embedder was last told. */
     bool ready;

@@ -11,6 +11,7 @@ TESTSUITE_AT = \
 	tests/qemu-macros.at \
 	tests/guest-mem.at \
 	tests/iotlb.at \
+	tests/postcopy.at \
 	tests/vhost-user.at \
 	tests/engine.at \
 	tests/datapath.at \
@@ -86,6 +87,7 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
 	tests/test-iommu.c \
+	tests/test-postcopy.c \
 	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
 	tests/test-packed-diff.c \

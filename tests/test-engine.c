@@ -78,6 +78,8 @@ extern const struct tu_test tu_iotlb_tests[];
 extern const size_t tu_n_iotlb_tests;
 extern const struct tu_test tu_iommu_tests[];
 extern const size_t tu_n_iommu_tests;
+extern const struct tu_test tu_postcopy_tests[];
+extern const size_t tu_n_postcopy_tests;
 
 /* Room for every table below; unused entries stay empty. */
 #define N_TEST_TABLES 48
@@ -139,6 +141,8 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
                                         tu_n_lifecycle_tests };
     tables[n++] = (struct test_table) { tu_iotlb_tests, tu_n_iotlb_tests };
     tables[n++] = (struct test_table) { tu_iommu_tests, tu_n_iommu_tests };
+    tables[n++] = (struct test_table) { tu_postcopy_tests,
+                                        tu_n_postcopy_tests };
 }
 
 /* Every test of an audit build is audited: returns false, after saying

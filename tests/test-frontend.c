@@ -345,6 +345,7 @@ tfe_create(struct tfe_mem *mem)
     fe->log_fd = -1;
     fe->log_call_fd = -1;
     fe->backend_req_fd = -1;
+    fe->reply_fd = -1;
     return fe;
 }
 
@@ -670,7 +671,11 @@ recv_full(struct tfe *fe, void *buf, size_t len, size_t *n_fds,
                     for (size_t i = 0; i < k; i++) {
                         int fd;
                         memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-                        close(fd);
+                        if (fe->keep_reply_fd && fe->reply_fd < 0) {
+                            fe->reply_fd = fd;
+                        } else {
+                            close(fd);
+                        }
                     }
                     *n_fds += k;
                 }
@@ -762,7 +767,7 @@ tfe_recv_reply(struct tfe *fe, uint32_t request, struct tfe_reply *reply,
     }
     error = recv_full(fe, reply->payload.bytes, reply->hdr.size,
                       &reply->n_fds, deadline);
-    if (!error && reply->n_fds) {
+    if (!error && reply->n_fds && !fe->keep_reply_fd) {
         fprintf(stderr, "tfe: reply to request %"PRIu32" carried %zu fds\n",
                 request, reply->n_fds);
         return -EPROTO;
@@ -1300,6 +1305,129 @@ tfe_iotlb_recv_miss(struct tfe *fe, uint64_t *iova, uint8_t *perm,
     *iova = m.iotlb.iova;
     *perm = m.iotlb.perm;
     return 0;
+}
+
+int
+tfe_postcopy_advise(struct tfe *fe, int *ufdp)
+{
+    struct tfe_reply reply;
+    int error = tfe_send(fe, VHOST_USER_POSTCOPY_ADVISE, VHOST_USER_VERSION,
+                         NULL, 0, NULL, 0);
+
+    *ufdp = -1;
+    if (error) {
+        return error;
+    }
+    fe->keep_reply_fd = true;
+    fe->reply_fd = -1;
+    error = tfe_recv_reply(fe, VHOST_USER_POSTCOPY_ADVISE, &reply,
+                           fe->timeout_ms);
+    fe->keep_reply_fd = false;
+    if (!error && (reply.hdr.size || fe->reply_fd < 0)) {
+        /* An ack (a refusal, with REPLY_ACK) carries 8 bytes and no fd. */
+        error = reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    if (error) {
+        if (fe->reply_fd >= 0) {
+            close(fe->reply_fd);
+        }
+    } else {
+        *ufdp = fe->reply_fd;
+    }
+    fe->reply_fd = -1;
+    return error;
+}
+
+int
+tfe_postcopy_listen(struct tfe *fe)
+{
+    return tfe_request(fe, VHOST_USER_POSTCOPY_LISTEN, fe->reply_ack, NULL,
+                       0, NULL, 0);
+}
+
+int
+tfe_postcopy_end(struct tfe *fe)
+{
+    return tfe_request(fe, VHOST_USER_POSTCOPY_END, fe->reply_ack, NULL, 0,
+                       NULL, 0);
+}
+
+/* Sends 'request' with the 8-byte payload of 0 that says the backend's
+ * postcopy memory table reply was taken. */
+static int
+postcopy_ack__(struct tfe *fe, uint32_t request)
+{
+    uint64_t zero = 0;
+
+    return tfe_send(fe, request, VHOST_USER_VERSION, &zero, sizeof zero,
+                    NULL, 0);
+}
+
+int
+tfe_postcopy_set_mem_table(struct tfe *fe, uint64_t *bases)
+{
+    struct vhost_user_mem_table table;
+    int fds[VHOST_USER_MAX_FDS];
+    struct tfe_reply reply;
+    size_t n = fe->mem->n_regions;
+
+    memset(&table, 0, sizeof table);
+    table.nregions = n;
+    for (size_t i = 0; i < n; i++) {
+        tfe_mem_region_desc(fe->mem, i, &table.regions[i]);
+        fds[i] = fe->mem->regions[i].fd;
+    }
+    size_t size = VHOST_USER_MEM_TABLE_HDR_SIZE + n * sizeof table.regions[0];
+    int error = tfe_send(fe, VHOST_USER_SET_MEM_TABLE, VHOST_USER_VERSION,
+                         &table, size, fds, n);
+    if (!error) {
+        error = tfe_recv_reply(fe, VHOST_USER_SET_MEM_TABLE, &reply,
+                               fe->timeout_ms);
+    }
+    if (error) {
+        return error;
+    }
+    if (reply.hdr.size != size) {
+        return reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    const struct vhost_user_mem_table *got = (const void *) reply.payload.bytes;
+    for (size_t i = 0; i < n; i++) {
+        if (got->regions[i].guest_phys_addr
+            != table.regions[i].guest_phys_addr) {
+            return -EPROTO;
+        }
+        bases[i] = got->regions[i].userspace_addr;
+    }
+    return postcopy_ack__(fe, VHOST_USER_SET_MEM_TABLE);
+}
+
+int
+tfe_postcopy_add_mem_reg(struct tfe *fe, size_t region, uint64_t *base)
+{
+    struct vhost_user_mem_reg reg;
+    struct tfe_reply reply;
+    int fd = fe->mem->regions[region].fd;
+
+    memset(&reg, 0, sizeof reg);
+    tfe_mem_region_desc(fe->mem, region, &reg.region);
+    int error = tfe_send(fe, VHOST_USER_ADD_MEM_REG, VHOST_USER_VERSION,
+                         &reg, sizeof reg, &fd, 1);
+    if (!error) {
+        error = tfe_recv_reply(fe, VHOST_USER_ADD_MEM_REG, &reply,
+                               fe->timeout_ms);
+    }
+    if (error) {
+        return error;
+    }
+    if (reply.hdr.size != sizeof reg) {
+        return reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    const struct vhost_user_mem_reg *got = (const void *) reply.payload.bytes;
+    if (got->region.guest_phys_addr != reg.region.guest_phys_addr) {
+        return -EPROTO;
+    }
+    *base = got->region.userspace_addr;
+    return postcopy_ack__(fe, VHOST_USER_ADD_MEM_REG);
 }
 
 int

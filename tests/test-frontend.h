@@ -185,6 +185,12 @@ struct tfe {
      * the test hands the engine the translations (tfe_iotlb_*()).  0: no
      * IOMMU, addresses as without one. */
     uint64_t iova_offset;
+
+    /* Set by the caller of a request whose reply carries an fd
+     * (POSTCOPY_ADVISE): the first fd of the next reply is kept here
+     * rather than closed. */
+    bool keep_reply_fd;
+    int reply_fd;
 };
 
 struct tfe *tfe_create(struct tfe_mem *);
@@ -279,6 +285,18 @@ int tfe_iotlb_map_mem(struct tfe *, uint8_t perm);
 int tfe_iotlb_map(struct tfe *, uint64_t gpa, uint64_t size, uint8_t perm);
 int tfe_iotlb_recv_miss(struct tfe *, uint64_t *iova, uint8_t *perm,
                         int timeout_ms);
+
+/* Postcopy, as QEMU's destination speaks it: ADVISE (the reply's
+ * userfaultfd in '*ufdp', the caller's to close), LISTEN and END (acked
+ * with REPLY_ACK), and the memory table while listening: SET_MEM_TABLE
+ * or, region by region, ADD_MEM_REG, each answered with where the backend
+ * mapped the regions ('bases', by region) and then acknowledged by us
+ * with the same request and a u64 of 0. */
+int tfe_postcopy_advise(struct tfe *, int *ufdp);
+int tfe_postcopy_listen(struct tfe *);
+int tfe_postcopy_end(struct tfe *);
+int tfe_postcopy_set_mem_table(struct tfe *, uint64_t *bases);
+int tfe_postcopy_add_mem_reg(struct tfe *, size_t region, uint64_t *base);
 
 /* Rings and bring-up. */
 int tfe_vring_alloc(struct tfe *, uint32_t index, unsigned int size);

@@ -153,7 +153,9 @@ struct vhost_port_options {
     /* vhost-user protocol feature bits offered.  Initialised to
      * vhost_default_protocol_features(), which leaves out CONFIG: add
      * VHOST_USER_PROTOCOL_F_CONFIG (bit 9) to serve GET_CONFIG to a
-     * frontend that reads the config space.  Bits outside
+     * frontend that reads the config space; and PAGEFAULT: add
+     * VHOST_USER_PROTOCOL_F_PAGEFAULT (bit 8) for postcopy live migration
+     * (not in a process whose memory is locked with MCL_FUTURE).  Bits outside
      * vhost_supported_protocol_features() are ignored. */
     uint64_t protocol_features;
 
@@ -252,6 +254,14 @@ struct vhost_port_counters {
                                  * or no IOMMU_PLATFORM negotiated. */
     uint64_t iotlb_evicted;     /* Entries dropped to make room. */
     uint64_t iotlb_ring_misses; /* Misses sent for ring addresses. */
+
+    /* Postcopy live migration (VHOST_USER_PROTOCOL_F_PAGEFAULT). */
+    uint64_t postcopy_listens;  /* Migrations that reached POSTCOPY_LISTEN. */
+    uint64_t postcopy_regions;  /* Regions registered with the
+                                 * userfaultfd. */
+    uint64_t postcopy_rejected; /* POSTCOPY_* messages refused: out of
+                                 * order, or a userfaultfd the kernel
+                                 * would not give. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
