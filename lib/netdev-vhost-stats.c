@@ -377,6 +377,17 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                       info.counters.iotlb_evicted,
                       info.counters.iotlb_ring_misses);
     }
+    /* Once the port offered postcopy to a frontend that took it, or any
+     * postcopy message came (PAGEFAULT is protocol feature bit 8). */
+    if (info.counters.postcopy_listens || info.counters.postcopy_rejected
+        || (info.connected
+            && info.protocol_features & (UINT64_C(1) << 8))) {
+        ds_put_format(ds, "  postcopy: listens %"PRIu64", regions "
+                      "registered %"PRIu64", refused %"PRIu64"\n",
+                      info.counters.postcopy_listens,
+                      info.counters.postcopy_regions,
+                      info.counters.postcopy_rejected);
+    }
     if (!info.connected) {
         return;
     }

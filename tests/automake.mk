@@ -52,6 +52,7 @@ EXTRA_DIST += \
 	tests/qemu-guest-init.sh \
 	tests/qemu-guest-tool.c \
 	tests/qemu-guest.py \
+	tests/vhost-user-probe.py \
 	tests/qemu-lib.sh \
 	tests/qemu-migration-control.sh \
 	tests/README-qemu.md
