@@ -12,7 +12,8 @@
  *   lengths, the same drops by reason.
  *
  * Input:
- *     u8   feature bits (fuzz-ring.h; LOG and IN_ORDER ignored), bit 6: RX
+ *     u8   feature bits (fuzz-ring.h; LOG, IN_ORDER and IOMMU ignored),
+ *          bit 6 (IOMMU there): RX
  *     u8   memory layout (fuzz-mem.h)
  *     u8   number of chains (1..16)
  *     per chain: u8 descriptors (1..4), u8 bit 0 indirect; then per
@@ -301,18 +302,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
 
-    bits &= ~(FUZZ_RING_F_LOG | FUZZ_RING_F_IN_ORDER);
+    bits &= ~(FUZZ_RING_F_LOG | FUZZ_RING_F_IN_ORDER | FUZZ_RING_F_IOMMU);
     fuzz_mem_build(&fm, layout);
     fuzz_mem_fill(&fm, FUZZ_DIFF_BUF_GPA, &in);
     fuzz_diff_layout_split__(&fm, chains, n, heads);
     fuzz_diff_layout_packed__(&fm, chains, n);
     FUZZ_CHECK(fuzz_ring_vq_init(&split, &fm, fuzz_ring_features(bits, false),
                                  FUZZ_DIFF_SIZE, 0, FUZZ_RING_DESC_GPA,
-                                 FUZZ_RING_AVAIL_GPA, FUZZ_RING_USED_GPA));
+                                 FUZZ_RING_AVAIL_GPA, FUZZ_RING_USED_GPA,
+                                 NULL));
     FUZZ_CHECK(fuzz_ring_vq_init(&packed, &fm, fuzz_ring_features(bits, true),
                                  FUZZ_DIFF_SIZE, 0x8000, FUZZ_DIFF_PACKED_GPA,
                                  FUZZ_DIFF_DRIVER_GPA,
-                                 FUZZ_DIFF_DEVICE_GPA));
+                                 FUZZ_DIFF_DEVICE_GPA, NULL));
 
     struct virtq_ctx ctx = { .mem = fm.gm };
     if (!rx) {
