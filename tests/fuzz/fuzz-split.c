@@ -42,6 +42,8 @@ struct fuzz_split_seed {
     size_t fill;                /* Bytes of buffer memory to write. */
     uint64_t indirect_gpa;      /* Where 'indirect' goes, or 0. */
     struct vring_desc indirect[4];
+    unsigned int indirect_n;    /* More than 4: 'indirect[0]' this many
+                                 * times, chained. */
     const struct fuzz_ring_iommu_seed *iommu;   /* With FUZZ_RING_F_IOMMU. */
 };
 
@@ -81,10 +83,20 @@ fuzz_split_emit__(fuzz_emit_fn *emit, const struct fuzz_split_seed *s,
     }
     if (s->indirect_gpa) {
         size_t at = start + (s->indirect_gpa - FUZZ_RING_BUF_GPA);
-        if (at + sizeof s->indirect > b.n) {
-            fuzz_input_put_zeros(&b, at + sizeof s->indirect - b.n);
+        unsigned int n = MAX(s->indirect_n, ARRAY_SIZE(s->indirect));
+        if (at + n * sizeof s->indirect[0] > b.n) {
+            fuzz_input_put_zeros(&b, at + n * sizeof s->indirect[0] - b.n);
         }
-        memcpy(b.data + at, s->indirect, sizeof s->indirect);
+        if (n == ARRAY_SIZE(s->indirect)) {
+            memcpy(b.data + at, s->indirect, sizeof s->indirect);
+        }
+        for (unsigned int i = 0; n > ARRAY_SIZE(s->indirect) && i < n; i++) {
+            struct vring_desc d = s->indirect[0];
+
+            d.flags |= i + 1 < n ? VRING_DESC_F_NEXT : 0;
+            d.next = i + 1;
+            memcpy(b.data + at + i * sizeof d, &d, sizeof d);
+        }
     }
     emit(b.data, b.n, name);
 }
@@ -305,4 +317,37 @@ fuzz_target_seeds(fuzz_emit_fn *emit)
         .avail_idx = 2, .avail_ring = { 0, 1 },
         .ops = { 0x04 },
     }, "iommu-tx-top");
+
+    /* TX: an indirect table of 256 buffers, each across two IOTLB
+     * entries: more segments than a packet may have. */
+    fuzz_split_emit__(emit, &(struct fuzz_split_seed) {
+        .bits = iommu | FUZZ_RING_F_INDIRECT, .size_sel = 8,
+        .iommu = &(struct fuzz_ring_iommu_seed) {
+            .flags = 2,
+            .pool = { { 0x3000, 0x1000, 0, 0x3000, VHOST_ACCESS_RO },
+                      { 0x4000, 0x2000, 0, 0x4000, VHOST_ACCESS_RO } },
+        },
+        .desc = { D(IO(0x4000), 4096, VRING_DESC_F_INDIRECT, 0) },
+        .avail_idx = 1, .indirect_gpa = 0x4000, .indirect_n = 256,
+        .indirect = { D(IO(0x3ff8), 16, 0, 0) },
+        .ops = { 0x00 },
+    }, "iommu-tx-too-many-segs");
+
+    /* The rings mapped again after an invalidation: the descriptor
+     * ring's second entry replaced by one that does not continue the
+     * first, then the used ring's by a read-only one; each time the
+     * queue stops until the frontend's answer maps the part again. */
+    fuzz_split_emit__(emit, &(struct fuzz_split_seed) {
+        .bits = iommu, .size_sel = 3,
+        .iommu = &(struct fuzz_ring_iommu_seed) {
+            .flags = FUZZ_RING_IOMMU_LINEAR | FUZZ_RING_IOMMU_SPLIT_DESC,
+            .pool = { { 0x2000, 0x1000, 0, 0x2000, VHOST_ACCESS_RO },
+                      { 0x40, 0x40, 0, 0x5000, VHOST_ACCESS_RO } },
+        },
+        .desc = { D(IO(0x3000), 72, 0, 0), D(IO(0x3000), 72, 0, 0) },
+        .avail_idx = 2, .avail_ring = { 0, 1 }, .fill = 72,
+        .ops = { 0x00, OP_UPDATE(1), OP_INVAL_POOL(7), 0x00,
+                 OP_INVAL_RING(1), OP_ANSWER, OP_UPDATE(0), OP_INVAL_POOL(7),
+                 OP_INVAL_RING(3), OP_ANSWER, 0x00 },
+    }, "iommu-ring-discontig-denied");
 }
