@@ -64,7 +64,9 @@
 #                                   /init's failures that SED-FILTER does
 #                                   not delete; false if any
 #
-# Tunables (environment): QEMU_BIN (qemu-system-x86_64), QEMU_MEM (guest
+# Tunables (environment): QEMU_BIN (qemu-system-x86_64; with
+# OVS_VHOST_QEMU_CHROOT=DIR, tests/qemu-chroot.sh: the QEMU of that chroot,
+# e.g. Debian 13's QEMU 10, see tests/README-qemu.md), QEMU_MEM (guest
 # RAM, default 256M), QEMU_SMP (1), QEMU_MACHINE (q35), QEMU_EXTRA_APPEND
 # (more kernel arguments for every guest), QEMU_REBOOT (yes: a guest reboot
 # restarts the guest instead of ending QEMU), QEMU_VIOMMU (yes: every guest
@@ -94,14 +96,20 @@
 # while /proc/PID/cmdline still names that guest's directory.
 
 # shellcheck disable=SC3043
-QEMU_BIN=${QEMU_BIN:-qemu-system-x86_64}
 _qemu_lib_dir=${abs_top_srcdir:+$abs_top_srcdir/tests}
 : "${_qemu_lib_dir:=$(cd "$(dirname "${0:-.}")" 2>/dev/null && pwd)}"
+if [ -n "${OVS_VHOST_QEMU_CHROOT:-}" ]; then
+    export OVS_VHOST_QEMU_CHROOT
+    QEMU_BIN=${QEMU_BIN:-$_qemu_lib_dir/qemu-chroot.sh}
+fi
+QEMU_BIN=${QEMU_BIN:-qemu-system-x86_64}
 
 _qemu_py () { python3 "$_qemu_lib_dir/qemu-guest.py" "$@"; }
 
 qemu_available () {
     command -v "$QEMU_BIN" >/dev/null 2>&1 && command -v python3 >/dev/null \
+        && { [ -z "${OVS_VHOST_QEMU_CHROOT:-}" ] \
+             || [ -x "$OVS_VHOST_QEMU_CHROOT/usr/bin/qemu-system-x86_64" ]; } \
         && command -v busybox >/dev/null && command -v modinfo >/dev/null
 }
 
