@@ -627,7 +627,10 @@ vhost_dev_release_poslog(struct vhost_dev *dev)
 
 /* Returns the NUMA node that holds guest memory (its first region), or -1
  * if there is none or the kernel cannot say.  Asked of the kernel with
- * get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR), which needs no libnuma. */
+ * get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR), which needs no libnuma, and
+ * faults the page in: not while postcopy listens, when a page not yet
+ * received would hold the caller (the embedder's status query) until the
+ * frontend sends it, or for ever if it never does. */
 static int
 vhost_dev_numa_node__(const struct vhost_dev *dev)
 {
@@ -635,7 +638,8 @@ vhost_dev_numa_node__(const struct vhost_dev *dev)
     enum { MPOL_F_NODE_ = 1 << 0, MPOL_F_ADDR_ = 1 << 1 };
     int node = -1;
 
-    if (!dev->mem || !dev->mem->n_regions) {
+    if (!dev->mem || !dev->mem->n_regions
+        || dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
         return -1;
     }
     if (syscall(SYS_get_mempolicy, &node, NULL, 0UL,
