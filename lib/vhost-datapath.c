@@ -19,6 +19,11 @@
 #include "virtq-iommu.h"
 
 static bool vhost_datapath_remap__(struct vhost_dev *, struct virtq *);
+static unsigned int vhost_datapath_enqueue_held__(struct vhost_dev *,
+                                                  struct virtq *,
+                                                  const struct vhost_pkt *,
+                                                  unsigned int n);
+static void vhost_datapath_flush_held__(struct vhost_port *, unsigned int qp);
 
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
  * unlocks it.  Runs on polling threads: it never waits. */
@@ -146,6 +151,10 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
         done = 1;
     }
 
+    if (OVS_UNLIKELY(vq->miss_sent) && virtq_iommu_waiting(vq)) {
+        virtq_unlock(vq);
+        return done;
+    }
     vhost_datapath_ctx__(dev, vq, &ctx, &log);
     done += vq->dequeue(vq, &ctx, pkts + done, n - done, alloc);
     if (OVS_UNLIKELY(ctx.log)) {
@@ -155,7 +164,70 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
         vhost_datapath_miss__(dev, vq, &ctx);
     }
     virtq_unlock(vq);
+    if (OVS_UNLIKELY(vq->iotlb)) {
+        /* Unlocked: a stale read costs one poll's delay. */
+        vhost_datapath_flush_held__(port, qp);
+    }
     return done;
+}
+
+/* Enqueues 'n' packets from 'pkts' into locked guest RX vring 'vq' and
+ * returns how many it took.  With an IOMMU, packets held for want of a
+ * translation go first, and the packets of a burst that stops at a miss
+ * are held (virtq-iommu.h): they count as taken. */
+static unsigned int
+vhost_datapath_enqueue__(struct vhost_dev *dev, struct virtq *vq,
+                         const struct vhost_pkt *pkts, unsigned int n)
+{
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx;
+    unsigned int done;
+
+    if (OVS_UNLIKELY(vq->held || vq->miss_sent)) {
+        return vhost_datapath_enqueue_held__(dev, vq, pkts, n);
+    }
+    vhost_datapath_ctx__(dev, vq, &ctx, &log);
+    done = vq->enqueue(vq, &ctx, pkts, n);
+    if (OVS_UNLIKELY(ctx.log)) {
+        vhost_datapath_log_done__(dev, vq, &log);
+    }
+    if (OVS_UNLIKELY(ctx.miss)) {
+        vhost_datapath_miss__(dev, vq, &ctx);
+        done += virtq_iommu_hold(vq, pkts + done, n - done);
+    }
+    return done;
+}
+
+/* vhost_datapath_enqueue__() when packets are held or a miss is awaited:
+ * the held packets first, unless the miss is still awaited; then 'pkts',
+ * held too if any are still held.  No reason for this code to be inline:
+ * only a guest behind an IOMMU gets here, while it waits. */
+static unsigned int OVS_COLD
+vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
+                              const struct vhost_pkt *pkts, unsigned int n)
+{
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx;
+    unsigned int done = 0;
+
+    if (!virtq_iommu_waiting(vq)) {
+        vhost_datapath_ctx__(dev, vq, &ctx, &log);
+        unsigned int n_held = virtq_iommu_n_held(vq);
+        if (n_held) {
+            virtq_iommu_release_held(
+                vq, vq->enqueue(vq, &ctx, virtq_iommu_held_pkts(vq), n_held));
+        }
+        if (!virtq_iommu_n_held(vq) && !ctx.miss) {
+            done = vq->enqueue(vq, &ctx, pkts, n);
+        }
+        if (OVS_UNLIKELY(ctx.log)) {
+            vhost_datapath_log_done__(dev, vq, &log);
+        }
+        if (ctx.miss) {
+            vhost_datapath_miss__(dev, vq, &ctx);
+        }
+    }
+    return done + virtq_iommu_hold(vq, pkts + done, n - done);
 }
 
 unsigned int
@@ -164,22 +236,30 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
                        ? vhost_datapath_get__(port, 2 * qp) : NULL;
-    struct vhost_dirty_log log;
-    struct virtq_ctx ctx;
 
     if (!vq) {
         return 0;
     }
-    vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
-    unsigned int done = vq->enqueue(vq, &ctx, pkts, n);
-    if (OVS_UNLIKELY(ctx.log)) {
-        vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
-    }
-    if (OVS_UNLIKELY(ctx.miss)) {
-        vhost_datapath_miss__(vhost_port_dev(port), vq, &ctx);
-    }
+    unsigned int done = vhost_datapath_enqueue__(vhost_port_dev(port), vq,
+                                                 pkts, n);
     virtq_unlock(vq);
     return done;
+}
+
+/* From a dequeue of queue pair 'qp': places the packets held on its guest
+ * RX vring, if any and if the translation they wait for has come, so that
+ * they go out even if no other packet comes for the guest. */
+static void OVS_COLD
+vhost_datapath_flush_held__(struct vhost_port *port, unsigned int qp)
+{
+    struct virtq *vq = vhost_datapath_get__(port, 2 * qp);
+
+    if (vq) {
+        if (vq->held) {
+            vhost_datapath_enqueue_held__(vhost_port_dev(port), vq, NULL, 0);
+        }
+        virtq_unlock(vq);
+    }
 }
 
 /* Counts what the guest has made available on a locked, ready vring.

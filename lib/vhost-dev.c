@@ -391,20 +391,30 @@ vhost_dev_send_iotlb_miss(struct vhost_dev *dev, uint64_t iova, uint8_t perm,
 static void
 vhost_dev_ask_rings__(struct vhost_dev *dev)
 {
-    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+    for (unsigned int i = 0; i < dev->n_vqs && dev->backend_req_fd >= 0;
+         i++) {
         struct virtq *vq = dev->vqs[i];
 
-        if (vq && vq->ring_miss && !vq->ring_miss_asked
-            && dev->backend_req_fd >= 0
-            && !vhost_dev_send_iotlb_miss(dev, vq->ring_miss_iova,
-                                          vq->ring_miss_perm, true)) {
-            vq->ring_miss_asked = true;
+        if (!vq) {
+            continue;
+        }
+        /* Under the lock: the data path translates a ring that lost its
+         * translation again, and writes these fields (virtq_map()). */
+        virtq_lock(vq);
+        bool ask = vq->ring_miss && !vq->ring_miss_asked;
+        uint64_t iova = vq->ring_miss_iova;
+        uint8_t perm = vq->ring_miss_perm;
+        virtq_unlock(vq);
+
+        if (ask && !vhost_dev_send_iotlb_miss(dev, iova, perm, true)) {
             dev->counters.iotlb_ring_misses++;
+            virtq_lock(vq);
+            if (vq->ring_miss && vq->ring_miss_iova == iova) {
+                vq->ring_miss_asked = true;
+            }
             /* So that the bursts of a ring that lost its translation do
              * not ask for it again (virtq_iommu_should_ask()). */
-            virtq_lock(vq);
-            virtq_iommu_note_asked(vq, vq->ring_miss_iova,
-                                   vq->ring_miss_perm, vhost_time_msec());
+            virtq_iommu_note_asked(vq, iova, perm, vhost_time_msec());
             virtq_unlock(vq);
         }
     }
@@ -430,13 +440,13 @@ vhost_dev_iotlb_msg(struct vhost_dev *dev, const struct vhost_iotlb_msg *msg)
             continue;
         }
         if (msg->type == VHOST_IOTLB_UPDATE) {
-            vq->miss_sent = false;
+            virtq_iommu_answered(vq, msg);
         }
-        if (vq->ring_miss || vq->iotlb_lost
-            || msg->type == VHOST_IOTLB_INVALIDATE) {
-            virtq_iommu_remap(vq, dev->mem);
-            vq->ready = vq->ready && virtq_can_run(vq);
-        }
+        /* Every ring, after any message: an update may replace or evict
+         * the entry a running ring was translated through, and the ring
+         * must follow (three lookups a ring). */
+        virtq_iommu_remap(vq, dev->mem);
+        vq->ready = vq->ready && virtq_can_run(vq);
     }
     vhost_dev_unlock_queues(dev);
     return error;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "guest-mem.h"
 #include "vhost-iotlb.h"
+#include "vhost-log.h"
 #include "virtq.h"
 #include "virtq-segs.h"
 
@@ -240,16 +241,42 @@ bool
 virtq_iommu_should_ask(struct virtq *vq, const struct virtq_ctx *ctx,
                        long long int now_ms)
 {
-    uint64_t page = ctx->miss_iova & ~(uint64_t) 4095;
-
     vq->stats.iotlb_waits++;
-    if (vq->miss_sent && vq->miss_sent_iova == page
+    if (vq->miss_sent && vq->miss_sent_iova == ctx->miss_iova
         && vq->miss_sent_perm == ctx->miss_perm
         && now_ms - vq->miss_sent_ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
         return false;
     }
     virtq_iommu_note_asked(vq, ctx->miss_iova, ctx->miss_perm, now_ms);
     return true;
+}
+
+/* True if a burst of 'vq' would only meet the miss it asked for at the
+ * last one again: asked less than VIRTQ_IOMMU_MISS_RETRY_MS ago, and no
+ * update has answered it (vhost_dev_iotlb_msg() clears 'miss_sent' with
+ * one that does).  The burst then ends at once, counted as a wait,
+ * rather than walking the ring up to the same chain at every poll. */
+bool
+virtq_iommu_waiting(struct virtq *vq)
+{
+    if (vq->miss_sent
+        && vhost_time_msec() - vq->miss_sent_ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
+        vq->stats.iotlb_waits++;
+        return true;
+    }
+    return false;
+}
+
+/* Clears 'vq''s outstanding miss if IOTLB update 'msg' answers it: it
+ * covers the IOVA asked for, with the access asked for. */
+void
+virtq_iommu_answered(struct virtq *vq, const struct vhost_iotlb_msg *msg)
+{
+    if (vq->miss_sent
+        && vq->miss_sent_iova - msg->iova < msg->size
+        && (msg->perm & vq->miss_sent_perm) == vq->miss_sent_perm) {
+        vq->miss_sent = false;
+    }
 }
 
 /* Notes that the frontend was asked at 'now_ms' for the translation of
@@ -260,7 +287,85 @@ virtq_iommu_note_asked(struct virtq *vq, uint64_t iova, uint8_t perm,
                        long long int now_ms)
 {
     vq->miss_sent = true;
-    vq->miss_sent_iova = iova & ~(uint64_t) 4095;
+    vq->miss_sent_iova = iova;
     vq->miss_sent_perm = perm;
     vq->miss_sent_ms = now_ms;
+}
+
+/* Packets held for want of a translation (see virtq-iommu.h). */
+struct virtq_held {
+    unsigned int n;
+    size_t bytes;
+    struct vhost_pkt pkts[VIRTQ_HELD_MAX];  /* 'data' our copies. */
+};
+
+/* Copies as many of the 'n' packets in 'pkts' as the hold of 'vq' has
+ * room for, in order, and returns how many: the caller may free them.
+ * The caller holds the access lock. */
+unsigned int
+virtq_iommu_hold(struct virtq *vq, const struct vhost_pkt *pkts,
+                 unsigned int n)
+{
+    struct virtq_held *h = vq->held;
+    unsigned int i;
+
+    if (!h) {
+        h = vq->held = calloc(1, sizeof *h);
+        if (!h) {
+            return 0;
+        }
+    }
+    for (i = 0; i < n && h->n < VIRTQ_HELD_MAX; i++) {
+        const struct vhost_pkt *p = &pkts[i];
+        uint8_t *copy;
+
+        if (h->bytes + p->len > VIRTQ_HELD_MAX_BYTES
+            || !(copy = malloc(p->len ? p->len : 1))) {
+            break;
+        }
+        memcpy(copy, p->data, p->len);
+        h->pkts[h->n++] = (struct vhost_pkt) {
+            .data = copy, .len = p->len, .size = p->len, .ol = p->ol,
+        };
+        h->bytes += p->len;
+    }
+    vq->stats.iotlb_held += i;
+    return i;
+}
+
+unsigned int
+virtq_iommu_n_held(const struct virtq *vq)
+{
+    return vq->held ? vq->held->n : 0;
+}
+
+struct vhost_pkt *
+virtq_iommu_held_pkts(struct virtq *vq)
+{
+    return vq->held->pkts;
+}
+
+/* Frees the first 'n' held packets of 'vq', which an enqueue placed. */
+void
+virtq_iommu_release_held(struct virtq *vq, unsigned int n)
+{
+    struct virtq_held *h = vq->held;
+
+    for (unsigned int i = 0; i < n; i++) {
+        h->bytes -= h->pkts[i].len;
+        free(h->pkts[i].data);
+    }
+    h->n -= n;
+    memmove(h->pkts, h->pkts + n, h->n * sizeof *h->pkts);
+}
+
+/* Frees every held packet of 'vq' and the hold: the vring is reset. */
+void
+virtq_iommu_free_held(struct virtq *vq)
+{
+    if (vq->held) {
+        virtq_iommu_release_held(vq, vq->held->n);
+        free(vq->held);
+        vq->held = NULL;
+    }
 }

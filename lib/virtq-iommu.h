@@ -22,11 +22,24 @@
  * virtq_ctx; the burst ends there, as for VIRTQ_WALK_BUDGET, the chain
  * still available; the caller (vhost-datapath.c) asks the frontend for
  * the translation with an IOTLB_MSG of type MISS on the backend channel,
- * and a later burst, once the update has come, takes the chain.  While
- * the answer is awaited, bursts that stop at the same page do not ask
- * again ('iotlb_waits'), unless VIRTQ_IOMMU_MISS_RETRY_MS passed: a
- * frontend that never answers stalls that queue alone, and costs one
- * message a second.
+ * and a later burst, once the update that answers it has come, takes the
+ * chain.  Until then bursts end at once without walking the ring
+ * (virtq_iommu_waiting(), counted in 'iotlb_waits'), and ask again only
+ * after VIRTQ_IOMMU_MISS_RETRY_MS: a frontend that never answers stalls
+ * that queue alone, and costs one message a second.  An update that does
+ * not cover the IOVA asked for does not end the wait, so that a burst
+ * never asks twice for one translation (QEMU logs a translation failure
+ * for a late duplicate of a miss on a page the guest has unmapped
+ * since).
+ *
+ * A miss toward the guest would otherwise be a drop: an enqueue is handed
+ * packets that must go now or be dropped by the embedder.  So the packets
+ * of an enqueue that stops at a miss are copied and held, in order, on
+ * the vring (virtq_iommu_hold()), and go before any later packet once the
+ * translation has come: at the next enqueue, or at the next dequeue of
+ * the same queue pair, which the embedder's poll loop calls anyway
+ * (vhost-datapath.c).  The hold is bounded; past it, packets are refused
+ * as before, and the embedder counts its drops.
  *
  * Ring addresses are translated by the control plane (virtq_map()), which
  * asks for a missing ring translation itself: a new ring waits, unmapped
@@ -60,6 +73,8 @@
 
 struct guest_mem;
 struct vhost_iotlb;
+struct vhost_iotlb_msg;
+struct vhost_pkt;
 struct virtq;
 struct virtq_ctx;
 struct virtq_segs;
@@ -84,6 +99,19 @@ bool virtq_iommu_should_ask(struct virtq *, const struct virtq_ctx *,
                             long long int now_ms);
 void virtq_iommu_note_asked(struct virtq *, uint64_t iova, uint8_t perm,
                             long long int now_ms);
+bool virtq_iommu_waiting(struct virtq *);
+void virtq_iommu_answered(struct virtq *, const struct vhost_iotlb_msg *);
+
+/* Packets held on a guest RX vring for want of a translation: at most
+ * VIRTQ_HELD_MAX of them and VIRTQ_HELD_MAX_BYTES in all. */
+#define VIRTQ_HELD_MAX 256
+#define VIRTQ_HELD_MAX_BYTES (2u << 20)
+unsigned int virtq_iommu_hold(struct virtq *, const struct vhost_pkt *,
+                              unsigned int n);
+unsigned int virtq_iommu_n_held(const struct virtq *);
+struct vhost_pkt *virtq_iommu_held_pkts(struct virtq *);
+void virtq_iommu_release_held(struct virtq *, unsigned int n);
+void virtq_iommu_free_held(struct virtq *);
 bool virtq_iommu_remap(struct virtq *, const struct guest_mem *);
 
 #endif /* virtq-iommu.h */

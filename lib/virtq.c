@@ -141,6 +141,7 @@ virtq_reset(struct virtq *vq)
     close_fd_quietly(vq->call_fd);
     close_fd_quietly(vq->err_fd);
     free(vq->id_gen);
+    virtq_iommu_free_held(vq);
 
     unsigned int index = vq->index;
     const char *name = vq->name;

@@ -50,6 +50,7 @@ struct guest_mem;
 struct vhost_dirty_log;
 struct vhost_iotlb;
 struct virtq;
+struct virtq_held;
 struct virtq_poslog_slot;
 
 /* What a burst needs besides the queue: the memory table and, while
@@ -188,14 +189,19 @@ struct virtq {
     struct vhost_queue_stats stats;
     struct vhost_ratelimit rl;      /* Guest-caused log messages. */
 
-    /* Data path, with an IOTLB: the last miss sent to the frontend for a
-     * buffer, so that the bursts waiting for its answer do not send it
-     * again (see virtq-iommu.h).  The control plane clears 'miss_sent'
-     * with every IOTLB update, under the lock. */
+    /* Data path, with an IOTLB: the last miss sent to the frontend, so
+     * that the bursts waiting for its answer neither walk the ring again
+     * nor send it again (see virtq-iommu.h).  The control plane clears
+     * 'miss_sent' with an IOTLB update that answers it, under the lock. */
     bool miss_sent;
     uint8_t miss_sent_perm;
-    uint64_t miss_sent_iova;        /* Page-aligned. */
+    uint64_t miss_sent_iova;
     long long int miss_sent_ms;     /* Monotonic time it was sent. */
+
+    /* Data path, with an IOTLB, on a guest RX vring: packets an enqueue
+     * could not place for want of a translation, held in order until it
+     * comes (virtq-iommu.h), or NULL.  Freed by virtq_reset(). */
+    struct virtq_held *held;
 
     /* Packed ring position log (virtq-poslog.h).  'poslog_slot' is this
      * queue's slot in the port's log, NULL without one, set when the

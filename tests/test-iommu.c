@@ -244,20 +244,30 @@ test_iommu_miss(void)
         dp_check_pkt(&out[0], p1, 200, "after the update");
         dp_release_pkts(out, 4);
 
-        tu_log("RX: the buffer is unmapped");
+        tu_log("RX: the buffer is unmapped: the packets are held, in "
+               "order, not refused");
         gpa = iommu_page(&dp.vq[RX(0)]);
         at.gpa = gpa;
         dp_rx_post(&dp, 0, 2048, &at);
+        dp_rx_post(&dp, 0, 2048, NULL);
         iommu_unmap(&dp, gpa, 2048);
-        TU_CHECK_EQ(dp_enq1(&dp, 0, p0, 100, NULL), 0);
-        iommu_expect_miss(&dp, gpa + IOVA_OFF, VHOST_ACCESS_WO);
-        TU_CHECK_EQ(dp_enq1(&dp, 0, p0, 100, NULL), 0);
-        iommu_expect_no_miss(&dp);
-        iommu_remap(&dp, gpa, 2048);
         TU_CHECK_EQ(dp_enq1(&dp, 0, p0, 100, NULL), 1);
-        iommu_rx_expect(&dp, 0, p0, 100, "after the update");
+        iommu_expect_miss(&dp, gpa + IOVA_OFF, VHOST_ACCESS_WO);
+        TU_CHECK_EQ(dp_enq1(&dp, 0, p1, 200, NULL), 1);
+        iommu_expect_no_miss(&dp);
+        TU_CHECK_EQ(tfe_vq_n_used(&dp.vq[RX(0)]), 0);
         s = dp_get_stats(&dp, RX(0));
+        TU_CHECK_EQ(s.iotlb_held, 2);
         TU_CHECK_EQ(s.iotlb_misses, 1);
+        TU_CHECK_EQ(dp_total_drops(&s), 0);
+        tu_log("the update comes: the next poll of the queue pair places "
+               "them");
+        iommu_remap(&dp, gpa, 2048);
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, 4), 0);
+        iommu_rx_expect(&dp, 0, p0, 100, "the first held packet");
+        iommu_rx_expect(&dp, 0, p1, 200, "the second held packet");
+        s = dp_get_stats(&dp, RX(0));
+        TU_CHECK_EQ(s.packets, 2);
         TU_CHECK_EQ(dp_total_drops(&s), 0);
 
         free(p0);

@@ -452,6 +452,8 @@ struct vhost_queue_stats {
                                  * stays available until it arrives. */
     uint64_t iotlb_denied;      /* Chains dropped: the IOTLB entry lacks
                                  * the access the buffer needs. */
+    uint64_t iotlb_held;        /* Guest RX: packets held while a miss
+                                 * was answered, rather than refused. */
 };
 
 int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,
