@@ -42,6 +42,10 @@ fuzz_ring_features(uint8_t bits, bool packed)
     f |= bits & FUZZ_RING_F_IOMMU
          ? FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM) : 0;
     f |= packed ? FEATURE_BIT(VIRTIO_F_RING_PACKED) : 0;
+    if (bits & FUZZ_RING_F_NO_HOST_OL) {
+        f &= ~(FEATURE_BIT(VIRTIO_NET_F_CSUM)
+               | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO4));
+    }
     return f;
 }
 

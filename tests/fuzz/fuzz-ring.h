@@ -19,7 +19,9 @@
  *
  *     u8   feature bits: 0 MRG_RXBUF, 1 INDIRECT_DESC, 2 EVENT_IDX,
  *          3 VERSION_1, 4 VHOST_F_LOG_ALL (with a dirty log),
- *          5 IN_ORDER, 6 ACCESS_PLATFORM (IOMMU_PLATFORM, with an IOTLB)
+ *          5 IN_ORDER, 6 ACCESS_PLATFORM (IOMMU_PLATFORM, with an IOTLB),
+ *          7 no host offloads (neither CSUM nor HOST_TSO4: dequeue's
+ *          copies that do not read the header)
  *     u8   memory layout (fuzz-mem.h)
  *     u8   queue size: split 1 << (v % 9), packed v + 1
  *     u16  SET_VRING_BASE value
@@ -136,6 +138,7 @@
 #define FUZZ_RING_F_LOG 0x10
 #define FUZZ_RING_F_IN_ORDER 0x20
 #define FUZZ_RING_F_IOMMU 0x40
+#define FUZZ_RING_F_NO_HOST_OL 0x80
 
 /* With FUZZ_RING_F_IOMMU: where I/O virtual addresses start, the pool's
  * size, and the clock's step. */
