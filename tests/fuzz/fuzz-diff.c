@@ -12,8 +12,8 @@
  *   lengths, the same drops by reason.
  *
  * Input:
- *     u8   feature bits (fuzz-ring.h; LOG, IN_ORDER and IOMMU ignored),
- *          bit 6 (IOMMU there): RX
+ *     u8   feature bits (fuzz-ring.h; LOG, IN_ORDER, IOMMU and
+ *          NO_HOST_OL ignored), bit 6 (IOMMU there): RX, bit 7: IOMMU
  *     u8   memory layout (fuzz-mem.h)
  *     u8   number of chains (1..16)
  *     per chain: u8 descriptors (1..4), u8 bit 0 indirect; then per
@@ -387,7 +387,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     bits &= ~(FUZZ_RING_F_LOG | FUZZ_RING_F_IN_ORDER | FUZZ_RING_F_IOMMU
-              | FUZZ_DIFF_F_IOMMU);
+              | FUZZ_RING_F_NO_HOST_OL | FUZZ_DIFF_F_IOMMU);
     uint64_t features = iommu ? FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM) : 0;
     uint64_t off = iommu ? FUZZ_RING_IOVA_OFF : 0;
     const struct vhost_iotlb *tlb = iommu ? &iotlb : NULL;

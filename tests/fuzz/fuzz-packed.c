@@ -261,4 +261,24 @@ fuzz_target_seeds(fuzz_emit_fn *emit)
         .ops = { 0x04, OP_ANSWER, 0x04, OP_UPDATE(0), OP_INVAL_ALL,
                  OP_ANSWER, OP_ANSWER, OP_ANSWER, 0x02 | (3 << 2), 0x04 },
     }, "iommu-tx-straddle-evict");
+
+    /* TX without host offloads (the copies that skip the header), with
+     * and without an IOMMU, in order with the event index. */
+    const uint8_t plain = mrg_v1 | FUZZ_RING_F_NO_HOST_OL
+                          | FUZZ_RING_F_EVENT_IDX | FUZZ_RING_F_IN_ORDER;
+    fuzz_packed_emit__(emit, &(struct fuzz_packed_seed) {
+        .bits = plain, .size_sel = 7, .base = 0x8000,
+        .desc = { P(0x3000, 72, 0, AV), P(0x3000, 10, 1, AV | 1),
+                  P(0x300a, 62, 1, AV) },
+        .fill = 72, .ops = { 0x04 },
+    }, "tx-no-host-offloads");
+    fuzz_packed_emit__(emit, &(struct fuzz_packed_seed) {
+        .bits = plain | FUZZ_RING_F_IOMMU, .size_sel = 7, .base = 0x8000,
+        .iommu = &(struct fuzz_ring_iommu_seed) {
+            .flags = FUZZ_RING_IOMMU_LINEAR,
+        },
+        .desc = { P(IO(0x3000), 72, 0, AV), P(IO(0x3000), 10, 1, AV | 1),
+                  P(IO(0x300a), 62, 1, AV) },
+        .fill = 72, .ops = { 0x04 },
+    }, "iommu-tx-no-host-offloads");
 }

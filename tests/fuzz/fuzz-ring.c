@@ -42,6 +42,10 @@ fuzz_ring_features(uint8_t bits, bool packed)
     f |= bits & FUZZ_RING_F_IOMMU
          ? FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM) : 0;
     f |= packed ? FEATURE_BIT(VIRTIO_F_RING_PACKED) : 0;
+    if (bits & FUZZ_RING_F_NO_HOST_OL) {
+        f &= ~(FEATURE_BIT(VIRTIO_NET_F_CSUM)
+               | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO4));
+    }
     return f;
 }
 
@@ -601,10 +605,56 @@ fuzz_ring_check_ring_map__(const struct fuzz_ring *fr)
     }
 }
 
+/* Notes, as virtq_iommu_note_asked() does for the queue, that the
+ * frontend was just asked for the page of 'iova' for 'perm'. */
+static void
+fuzz_ring_note_asked__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
+{
+    fr->asked = true;
+    fr->asked_page = iova & ~(uint64_t) 4095;
+    fr->asked_perm = perm;
+    fr->asked_ms = fr->now_ms;
+}
+
+/* vhost_datapath_miss__() for a burst of 'fr''s queue that missed 'iova'
+ * for 'perm': checks that virtq_iommu_should_ask() counts the wait and
+ * asks unless the same page and access were asked for less than
+ * VIRTQ_IOMMU_MISS_RETRY_MS ago with no update since.  Returns whether
+ * it asked. */
+static bool
+fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
+{
+    struct virtq *vq = &fr->vq;
+    struct virtq_ctx ctx = {
+        .miss = true, .miss_iova = iova, .miss_perm = perm,
+    };
+    uint64_t waits = vq->stats.iotlb_waits;
+    bool again = (fr->asked && fr->asked_page == (iova & ~(uint64_t) 4095)
+                  && fr->asked_perm == perm
+                  && fr->now_ms - fr->asked_ms < VIRTQ_IOMMU_MISS_RETRY_MS);
+
+    FUZZ_CHECK(virtq_trylock(vq));
+    bool ask = virtq_iommu_should_ask(vq, &ctx, fr->now_ms);
+    virtq_unlock(vq);
+    FUZZ_CHECK(ask == !again);
+    FUZZ_CHECK(vq->stats.iotlb_waits == waits + 1);
+    if (ask) {
+        vq->stats.iotlb_misses++;
+        fuzz_ring_note_asked__(fr, iova, perm);
+    }
+    if (fuzz_ring_verbose__()) {
+        fprintf(stderr, "miss at iova %#"PRIx64" perm %u%s\n", iova, perm,
+                ask ? ", asked" : "");
+    }
+    return ask;
+}
+
 /* Carries out IOTLB message 'msg' from the frontend as the control plane
  * does: vhost_dev_iotlb_msg() under the queue's lock, then
- * vhost_dev_update_ready(), which lets a queue run again once its ring
- * translates (and asks for a ring's miss: here, the frontend hears it). */
+ * vhost_dev_update_ready(), which asks for a ring's miss (here, the
+ * frontend hears it) and lets a queue run once its ring translates.  A
+ * ring that lost its translation to an invalidation stays ready,
+ * unmapped ('iotlb_lost'): its bursts map it again. */
 static void
 fuzz_ring_iotlb_msg__(struct fuzz_ring *fr, const struct vhost_iotlb_msg *msg)
 {
@@ -618,21 +668,59 @@ fuzz_ring_iotlb_msg__(struct fuzz_ring *fr, const struct vhost_iotlb_msg *msg)
             vq->miss_sent = false;
             fr->asked = false;
         }
-        if (vq->ring_miss || msg->type == VHOST_IOTLB_INVALIDATE) {
-            virtq_map(vq, fr->fm.gm);
+        if (vq->ring_miss || vq->iotlb_lost
+            || msg->type == VHOST_IOTLB_INVALIDATE) {
+            virtq_iommu_remap(vq, fr->fm.gm);
             vq->ready = vq->ready && virtq_can_run(vq);
         }
     }
-    vq->ready = virtq_can_run(vq);
-    if (vq->ring_miss) {
+    if (vq->ring_miss && !vq->ring_miss_asked) {
         vq->ring_miss_asked = true;
+        virtq_iommu_note_asked(vq, vq->ring_miss_iova, vq->ring_miss_perm,
+                               fr->now_ms);
+        fuzz_ring_note_asked__(fr, vq->ring_miss_iova, vq->ring_miss_perm);
     }
+    vq->ready = virtq_can_run(vq);
     virtq_unlock(vq);
 
     fuzz_ring_print_msg__(msg, error);
-    if (vq->ready && !error && msg->type == VHOST_IOTLB_INVALIDATE) {
+    FUZZ_CHECK(!vq->iotlb_lost || (vq->ring_miss && !vq->desc));
+    if (vq->ready && vq->desc && !error
+        && msg->type == VHOST_IOTLB_INVALIDATE) {
         fuzz_ring_check_ring_map__(fr);
     }
+}
+
+/* vhost_datapath_get__() for 'fr''s queue, ready: whether a burst may
+ * run.  A ring that lost its translation is mapped again, or its miss
+ * asked for (once a page) and the burst skipped. */
+static bool
+fuzz_ring_can_burst__(struct fuzz_ring *fr)
+{
+    struct virtq *vq = &fr->vq;
+
+    if (vq->desc) {
+        return true;
+    }
+    /* Ready and unmapped: only a ring behind an IOMMU that lost its
+     * translation (virtq_can_run()). */
+    FUZZ_CHECK(vq->iotlb && vq->iotlb_lost);
+    FUZZ_CHECK(virtq_trylock(vq));
+    bool mapped = virtq_iommu_remap(vq, fr->fm.gm);
+    virtq_unlock(vq);
+    if (fuzz_ring_verbose__()) {
+        fprintf(stderr, "ring lost its translation: %s\n",
+                mapped ? "mapped again" : "still missing");
+    }
+    if (mapped) {
+        FUZZ_CHECK(!vq->iotlb_lost);
+        fuzz_ring_check_ring_map__(fr);
+        return true;
+    }
+    if (vq->ring_miss) {
+        fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm);
+    }
+    return false;
 }
 
 /* The frontend answers the miss pending: the ring's if it waits for one,
@@ -953,31 +1041,10 @@ fuzz_ring_check_iommu__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
         FUZZ_CHECK(found);
     }
 
-    /* vhost_datapath_miss__(): asked for unless asked for just now. */
-    uint64_t waits = a->iotlb_waits;
-    uint64_t page = ctx->miss_iova & ~(uint64_t) 4095;
-    bool again = (fr->asked && fr->asked_page == page
-                  && fr->asked_perm == ctx->miss_perm
-                  && fr->now_ms - fr->asked_ms < VIRTQ_IOMMU_MISS_RETRY_MS);
-    FUZZ_CHECK(virtq_trylock(vq));
-    bool ask = virtq_iommu_should_ask(vq, ctx, fr->now_ms);
-    virtq_unlock(vq);
-    FUZZ_CHECK(ask == !again);
-    FUZZ_CHECK(vq->stats.iotlb_waits == waits + 1);
-    if (ask) {
-        vq->stats.iotlb_misses++;
-        fr->asked = true;
-        fr->asked_page = page;
-        fr->asked_perm = ctx->miss_perm;
-        fr->asked_ms = fr->now_ms;
-    }
+    fuzz_ring_ask__(fr, ctx->miss_iova, ctx->miss_perm);
     fr->miss = true;
     fr->miss_iova = ctx->miss_iova;
     fr->miss_perm = ctx->miss_perm;
-    if (fuzz_ring_verbose__()) {
-        fprintf(stderr, "miss at iova %#"PRIx64" perm %u%s\n",
-                ctx->miss_iova, ctx->miss_perm, ask ? ", asked" : "");
-    }
 }
 
 void
@@ -1005,8 +1072,9 @@ fuzz_ring_run(struct fuzz_ring *fr, struct fuzz_input *in)
         ctx.iotlb = fr->vq.iotlb;
         ctx.miss = false;
         if (kind <= 1) {
-            /* vhost_datapath_get__(): only a ready queue runs. */
-            if (!fr->vq.ready) {
+            /* vhost_datapath_get__(): only a ready queue runs, and one
+             * that lost its ring's translation only once it has it. */
+            if (!fr->vq.ready || !fuzz_ring_can_burst__(fr)) {
                 continue;
             }
             if (fr->iommu) {

@@ -19,7 +19,9 @@
  *
  *     u8   feature bits: 0 MRG_RXBUF, 1 INDIRECT_DESC, 2 EVENT_IDX,
  *          3 VERSION_1, 4 VHOST_F_LOG_ALL (with a dirty log),
- *          5 IN_ORDER, 6 ACCESS_PLATFORM (IOMMU_PLATFORM, with an IOTLB)
+ *          5 IN_ORDER, 6 ACCESS_PLATFORM (IOMMU_PLATFORM, with an IOTLB),
+ *          7 no host offloads (neither CSUM nor HOST_TSO4: dequeue's
+ *          copies that do not read the header)
  *     u8   memory layout (fuzz-mem.h)
  *     u8   queue size: split 1 << (v % 9), packed v + 1
  *     u16  SET_VRING_BASE value
@@ -84,10 +86,14 @@
  *               the permission missed (x odd: read-write)
  * each carried out as vhost_dev_iotlb_msg() and vhost_dev_update_ready()
  * do: under the queue lock, clearing 'miss_sent' on an update, mapping
- * the ring again when it waits for a translation or after an
- * invalidation; bursts run only while the queue is ready.  A burst that
- * misses is handed to virtq_iommu_should_ask() as the data path does,
- * against a clock that moves FUZZ_RING_TICK_MS per operation.
+ * the ring again when it waits for a translation, lost one, or after an
+ * invalidation, and asking for a ring's miss.  Bursts run as
+ * vhost_datapath_get__() lets them: only while the queue is ready, and
+ * for a ring that lost its translation to an invalidation (ready and
+ * unmapped, 'iotlb_lost'), only once it maps again, its miss asked for
+ * otherwise.  A burst that misses is handed to virtq_iommu_should_ask()
+ * as the data path does, against a clock that moves FUZZ_RING_TICK_MS
+ * per operation.
  *
  * Checks
  * ======
@@ -104,8 +110,10 @@
  * them); an enqueue that put nothing misses in one of the chains from
  * its stop on; every denial is a chain dropped for its address; at least
  * one hit per packet; the waits counted and the miss asked for again
- * exactly when virtq-iommu.h says.  After an IOTLB message, a ring
- * that runs is where the IOTLB now puts it.  ASan and fuzz-mem's guard
+ * exactly when virtq-iommu.h says.  After an invalidation, a ring that
+ * runs is where the IOTLB now puts it, and one mapped again by a burst
+ * too; a ready ring is mapped or lost its translation (and then waits
+ * for it).  ASan and fuzz-mem's guard
  * pages catch any access outside guest memory.
  *
  * Thread-safety: one thread.
@@ -136,6 +144,7 @@
 #define FUZZ_RING_F_LOG 0x10
 #define FUZZ_RING_F_IN_ORDER 0x20
 #define FUZZ_RING_F_IOMMU 0x40
+#define FUZZ_RING_F_NO_HOST_OL 0x80
 
 /* With FUZZ_RING_F_IOMMU: where I/O virtual addresses start, the pool's
  * size, and the clock's step. */

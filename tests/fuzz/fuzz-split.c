@@ -350,4 +350,26 @@ fuzz_target_seeds(fuzz_emit_fn *emit)
                  OP_INVAL_RING(1), OP_ANSWER, OP_UPDATE(0), OP_INVAL_POOL(7),
                  OP_INVAL_RING(3), OP_ANSWER, 0x00 },
     }, "iommu-ring-discontig-denied");
+
+    /* TX without host offloads (the copies that skip the header), with
+     * and without an IOMMU, in order with the event index. */
+    const uint8_t plain = mrg_v1 | FUZZ_RING_F_NO_HOST_OL
+                          | FUZZ_RING_F_EVENT_IDX | FUZZ_RING_F_IN_ORDER;
+    fuzz_split_emit__(emit, &(struct fuzz_split_seed) {
+        .bits = plain, .size_sel = 3,
+        .desc = { D(0x3000, 72, 0, 0), D(0x3000, 10, 1, 2),
+                  D(0x300a, 62, 0, 0) },
+        .avail_idx = 2, .avail_ring = { 0, 1 }, .fill = 72,
+        .ops = { 0x04 },
+    }, "tx-no-host-offloads");
+    fuzz_split_emit__(emit, &(struct fuzz_split_seed) {
+        .bits = plain | FUZZ_RING_F_IOMMU, .size_sel = 3,
+        .iommu = &(struct fuzz_ring_iommu_seed) {
+            .flags = FUZZ_RING_IOMMU_LINEAR,
+        },
+        .desc = { D(IO(0x3000), 72, 0, 0), D(IO(0x3000), 10, 1, 2),
+                  D(IO(0x300a), 62, 0, 0) },
+        .avail_idx = 2, .avail_ring = { 0, 1 }, .fill = 72,
+        .ops = { 0x04 },
+    }, "iommu-tx-no-host-offloads");
 }
