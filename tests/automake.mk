@@ -55,6 +55,7 @@ EXTRA_DIST += \
 	tests/vhost-user-probe.py \
 	tests/qemu-lib.sh \
 	tests/qemu-migration-control.sh \
+	tests/qemu-chroot.sh \
 	tests/README-qemu.md
 DISTCLEANFILES += tests/atconfig tests/atlocal
 
