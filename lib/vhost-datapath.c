@@ -19,6 +19,10 @@
 #include "virtq-iommu.h"
 
 static bool vhost_datapath_remap__(struct vhost_dev *, struct virtq *);
+
+/* How long a guest RX burst behind an IOMMU waits for a queue lock the
+ * control plane holds (virtq_trylock_patient()): about 20 us. */
+#define VHOST_DATAPATH_SPINS 20000
 static unsigned int vhost_datapath_enqueue_held__(struct vhost_dev *,
                                                   struct virtq *,
                                                   const struct vhost_pkt *,
@@ -26,9 +30,14 @@ static unsigned int vhost_datapath_enqueue_held__(struct vhost_dev *,
 static void vhost_datapath_flush_held__(struct vhost_port *, unsigned int qp);
 
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
- * unlocks it.  Runs on polling threads: it never waits. */
+ * unlocks it.  Runs on polling threads: it never waits.  Behind an IOMMU
+ * the ring may have lost its translation (virtq-iommu.h): it is then
+ * translated again here if it can be, and otherwise returned unmapped,
+ * 'desc' NULL, for the caller to skip (or, toward the guest, to hold its
+ * packets). */
 static inline struct virtq *
-vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
+vhost_datapath_get__(struct vhost_port *port, unsigned int vring,
+                     bool patient)
 {
     struct vhost_dev *dev = vhost_port_dev(port);
     struct virtq *vq;
@@ -37,16 +46,20 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
         return NULL;
     }
     vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
-    if (!vq || !virtq_trylock(vq)) {
+    if (!vq || (!virtq_trylock(vq)
+                && (!patient || !vq->iotlb
+                    || !virtq_trylock_patient(vq, VHOST_DATAPATH_SPINS)))) {
         return NULL;
     }
     /* A guarded SIGBUS broke the device (the frontend shrank guest memory
      * or the log): no burst from now on; the engine loop disconnects.  A
      * ring behind an IOMMU may have lost its translation (virtq-iommu.h). */
-    if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard)
-                     || (!vq->desc && !vhost_datapath_remap__(dev, vq)))) {
+    if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard))) {
         virtq_unlock(vq);
         return NULL;
+    }
+    if (OVS_UNLIKELY(!vq->desc)) {
+        vhost_datapath_remap__(dev, vq);
     }
     return vq;
 }
@@ -133,7 +146,7 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
                     const struct vhost_pkt_alloc *alloc)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
+                       ? vhost_datapath_get__(port, 2 * qp + 1, false) : NULL;
     struct vhost_dirty_log log;
     struct virtq_ctx ctx;
 
@@ -142,6 +155,10 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     }
     struct vhost_dev *dev = vhost_port_dev(port);
     unsigned int done = 0;
+    if (OVS_UNLIKELY(!vq->desc)) {
+        virtq_unlock(vq);
+        return 0;
+    }
     if (OVS_UNLIKELY(__atomic_load_n(&dev->rarp_pending, __ATOMIC_RELAXED))
         && qp == 0 && n
         && __atomic_exchange_n(&dev->rarp_pending, false, __ATOMIC_ACQ_REL)
@@ -183,7 +200,7 @@ vhost_datapath_enqueue__(struct vhost_dev *dev, struct virtq *vq,
     struct virtq_ctx ctx;
     unsigned int done;
 
-    if (OVS_UNLIKELY(vq->held || vq->miss_sent)) {
+    if (OVS_UNLIKELY(vq->held || vq->miss_sent || !vq->desc)) {
         return vhost_datapath_enqueue_held__(dev, vq, pkts, n);
     }
     vhost_datapath_ctx__(dev, vq, &ctx, &log);
@@ -210,7 +227,7 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
     struct virtq_ctx ctx;
     unsigned int done = 0;
 
-    if (!virtq_iommu_waiting(vq)) {
+    if (vq->desc && !virtq_iommu_waiting(vq)) {
         vhost_datapath_ctx__(dev, vq, &ctx, &log);
         unsigned int n_held = virtq_iommu_n_held(vq);
         if (n_held) {
@@ -235,7 +252,7 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
                     const struct vhost_pkt *pkts, unsigned int n)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp) : NULL;
+                       ? vhost_datapath_get__(port, 2 * qp, true) : NULL;
 
     if (!vq) {
         return 0;
@@ -252,7 +269,7 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
 static void OVS_COLD
 vhost_datapath_flush_held__(struct vhost_port *port, unsigned int qp)
 {
-    struct virtq *vq = vhost_datapath_get__(port, 2 * qp);
+    struct virtq *vq = vhost_datapath_get__(port, 2 * qp, false);
 
     if (vq) {
         if (vq->held) {
@@ -310,13 +327,13 @@ unsigned int
 vhost_dequeue_pending(struct vhost_port *port, unsigned int qp)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
+                       ? vhost_datapath_get__(port, 2 * qp + 1, false) : NULL;
     unsigned int n;
 
     if (!vq) {
         return 0;
     }
-    n = vhost_datapath_pending__(vq);
+    n = vq->desc ? vhost_datapath_pending__(vq) : 0;
     virtq_unlock(vq);
     return n;
 }

@@ -519,7 +519,10 @@ test_iommu_race(void)
         TU_CHECK(tu_now_ms() - start < TU_TIMEOUT_MS);
         tu_sleep_ms(1);
     }
-    for (unsigned int i = 0; i < 3000; i++) {
+    /* Enough packets, and enough flips under them, however the two
+     * threads share the CPUs. */
+    for (unsigned int i = 0; i < 3000 || race.flips < 50; i++) {
+        TU_CHECK(tu_now_ms() - start < 60000);
         uint8_t *pkt = dp_new_pkt(&dp, 64 + i % 1000, MAC_UNICAST);
         struct vhost_pkt out;
 
