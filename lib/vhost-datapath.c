@@ -224,10 +224,11 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
                               const struct vhost_pkt *pkts, unsigned int n)
 {
     struct vhost_dirty_log log;
-    struct virtq_ctx ctx;
+    struct virtq_ctx ctx = { .miss = false };
     unsigned int done = 0;
+    bool wait = !vq->desc || virtq_iommu_waiting(vq);
 
-    if (vq->desc && !virtq_iommu_waiting(vq)) {
+    if (!wait) {
         vhost_datapath_ctx__(dev, vq, &ctx, &log);
         unsigned int n_held = virtq_iommu_n_held(vq);
         if (n_held) {
@@ -244,7 +245,12 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
             vhost_datapath_miss__(dev, vq, &ctx);
         }
     }
-    return done + virtq_iommu_hold(vq, pkts + done, n - done);
+    /* Held behind what is held, or for a translation; a ring merely full
+     * refuses them, as without an IOMMU. */
+    if (wait || ctx.miss || virtq_iommu_n_held(vq)) {
+        done += virtq_iommu_hold(vq, pkts + done, n - done);
+    }
+    return done;
 }
 
 unsigned int
