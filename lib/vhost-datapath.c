@@ -46,8 +46,10 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring,
         return NULL;
     }
     vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
+    /* Without the lock, 'iotlb' is only a hint (written atomically). */
     if (!vq || (!virtq_trylock(vq)
-                && (!patient || !vq->iotlb
+                && (!patient
+                    || !__atomic_load_n(&vq->iotlb, __ATOMIC_RELAXED)
                     || !virtq_trylock_patient(vq, VHOST_DATAPATH_SPINS)))) {
         return NULL;
     }
@@ -180,9 +182,9 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     if (OVS_UNLIKELY(ctx.miss)) {
         vhost_datapath_miss__(dev, vq, &ctx);
     }
+    bool iommu = ctx.iotlb != NULL;
     virtq_unlock(vq);
-    if (OVS_UNLIKELY(vq->iotlb)) {
-        /* Unlocked: a stale read costs one poll's delay. */
+    if (OVS_UNLIKELY(iommu)) {
         vhost_datapath_flush_held__(port, qp);
     }
     return done;

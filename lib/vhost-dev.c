@@ -39,7 +39,11 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->backend_req_fd = -1;
     pthread_mutex_init(&dev->backend_mutex, NULL);
     dev->postcopy_ufd = -1;
-    vhost_iotlb_init(&dev->iotlb, VHOST_IOTLB_MAX_ENTRIES);
+    dev->iotlb = malloc(sizeof *dev->iotlb);
+    if (!dev->iotlb) {
+        abort();
+    }
+    vhost_iotlb_init(dev->iotlb, VHOST_IOTLB_MAX_ENTRIES);
     guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
     if (opts->state_path) {
@@ -86,7 +90,7 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
             vq->name = dev->name;
         }
         vq->poslog_slot = virtq_poslog_slot(dev->poslog, index);
-        virtq_configure(vq, dev->features, dev->mem, &dev->iotlb);
+        virtq_configure(vq, dev->features, dev->mem, dev->iotlb);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
     }
@@ -108,7 +112,7 @@ vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
     dev->features = features;
     for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
         if (dev->vqs[i]) {
-            virtq_configure(dev->vqs[i], features, dev->mem, &dev->iotlb);
+            virtq_configure(dev->vqs[i], features, dev->mem, dev->iotlb);
         }
     }
     vhost_dev_unlock_queues(dev);
@@ -420,36 +424,59 @@ vhost_dev_ask_rings__(struct vhost_dev *dev)
     }
 }
 
-/* Carries out IOTLB_MSG 'msg' from the frontend (vhost-iotlb.h) with every
- * queue's access lock held, so that no burst runs on a translation it
- * removes.  Rings waiting for a translation, and rings an invalidation
- * may have taken one from, are translated again in the same critical
- * section; a ring that lost its translation stays ready, its bursts doing
- * nothing until an update brings it back (virtq-iommu.h).  An update also lets the data path ask again for buffers it
- * still misses.  Returns 0 or EINVAL, the IOTLB unchanged, for a message
- * the "Trust model" of vhost-iotlb.h refuses. */
+/* Carries out IOTLB_MSG 'msg' from the frontend (vhost-iotlb.h) on a copy
+ * of the IOTLB, which each queue then takes under its own lock, one queue
+ * at a time: bursts on other queues go on meanwhile, and a burst toward
+ * the guest that waits for a lock waits for one queue's few stores, not
+ * for the whole message.  The old table is freed once every queue has the
+ * new one, so no burst runs on a translation the message removed.  Each
+ * ring is translated again as it takes the new table (an update may
+ * replace or evict the entry a running ring used); a ring that lost its
+ * translation stays ready, its bursts doing nothing until an update brings
+ * it back (virtq-iommu.h).  An update that answers a queue's miss lets its
+ * bursts go on.  Returns 0, or EINVAL (or ENOMEM) with the IOTLB unchanged
+ * for a message the "Trust model" of vhost-iotlb.h refuses. */
 int
 vhost_dev_iotlb_msg(struct vhost_dev *dev, const struct vhost_iotlb_msg *msg)
 {
-    vhost_dev_lock_queues(dev);
-    int error = vhost_iotlb_apply(&dev->iotlb, msg);
-    for (unsigned int i = 0; !error && i < dev->n_vqs; i++) {
+    struct vhost_iotlb *old = dev->iotlb;
+    struct vhost_iotlb *new = malloc(sizeof *new);
+
+    if (!new || vhost_iotlb_clone(new, old)) {
+        free(new);
+        return ENOMEM;
+    }
+    int error = vhost_iotlb_apply(new, msg);
+    if (error) {
+        old->n_rejected = new->n_rejected;
+        vhost_iotlb_destroy(new);
+        free(new);
+        return error;
+    }
+
+    dev->iotlb = new;
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
         struct virtq *vq = dev->vqs[i];
 
-        if (!vq || !vq->iotlb) {
+        if (!vq) {
             continue;
         }
-        if (msg->type == VHOST_IOTLB_UPDATE) {
-            virtq_iommu_answered(vq, msg);
+        virtq_lock(vq);
+        if (vq->iotlb) {
+            __atomic_store_n(&vq->iotlb, new, __ATOMIC_RELAXED);
+            if (msg->type == VHOST_IOTLB_UPDATE) {
+                virtq_iommu_answered(vq, msg);
+            }
+            virtq_iommu_remap(vq, dev->mem);
+            vq->ready = vq->ready && virtq_can_run(vq);
         }
-        /* Every ring, after any message: an update may replace or evict
-         * the entry a running ring was translated through, and the ring
-         * must follow (three lookups a ring). */
-        virtq_iommu_remap(vq, dev->mem);
-        vq->ready = vq->ready && virtq_can_run(vq);
+        virtq_unlock(vq);
     }
-    vhost_dev_unlock_queues(dev);
-    return error;
+    /* Queues not allocated yet, or not behind the IOMMU, take the table
+     * when the features say so (virtq_configure()). */
+    vhost_iotlb_destroy(old);
+    free(old);
+    return 0;
 }
 
 /* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from
@@ -577,7 +604,7 @@ vhost_dev_reset(struct vhost_dev *dev)
     guest_mem_guard_owner_clear(&dev->guard);
     vhost_dev_set_backend_req_fd(dev, -1);
     /* No queue uses the IOTLB now: the features are reset. */
-    vhost_iotlb_flush(&dev->iotlb);
+    vhost_iotlb_flush(dev->iotlb);
 
     dev->protocol_features = 0;
     dev->owned = false;
@@ -597,7 +624,9 @@ vhost_dev_destroy(struct vhost_dev *dev)
         dev->vqs[i] = NULL;
     }
     vhost_dev_close_poslog(dev);
-    vhost_iotlb_destroy(&dev->iotlb);
+    vhost_iotlb_destroy(dev->iotlb);
+    free(dev->iotlb);
+    dev->iotlb = NULL;
     pthread_mutex_destroy(&dev->backend_mutex);
 }
 

@@ -100,9 +100,11 @@ struct vhost_dev {
     int backend_req_fd;
     pthread_mutex_t backend_mutex;
 
-    /* The IOTLB (VIRTIO_F_IOMMU_PLATFORM; vhost-iotlb.h), changed only
-     * with every queue's access lock held. */
-    struct vhost_iotlb iotlb;
+    /* The IOTLB (VIRTIO_F_IOMMU_PLATFORM; vhost-iotlb.h): replaced by a
+     * changed copy at each IOTLB message, queue by queue
+     * (vhost_dev_iotlb_msg()), never changed in place while a queue may
+     * read it. */
+    struct vhost_iotlb *iotlb;
 
     /* Postcopy live migration (vhost-postcopy.h): the userfaultfd from
      * POSTCOPY_ADVISE (or -1) and where the steps stand. */

@@ -1015,7 +1015,7 @@ vhost_user_iotlb_msg(struct vhost_dev *dev, struct vhost_user_msg *msg,
     } else {
         dev->counters.iotlb_invalidations++;
     }
-    dev->counters.iotlb_evicted = dev->iotlb.n_evicted;
+    dev->counters.iotlb_evicted = dev->iotlb->n_evicted;
     return 0;
 }
 

@@ -83,7 +83,8 @@ virtq_configure(struct virtq *vq, uint64_t features,
                 vq->avail_wrap_counter = vq->used_wrap_counter = true;
             }
         }
-        vq->iotlb = iommu ? iotlb : NULL;
+        /* Atomic: read without the lock as a hint (vhost-datapath.c). */
+        __atomic_store_n(&vq->iotlb, iommu ? iotlb : NULL, __ATOMIC_RELAXED);
         if (!virtq_map(vq, mem) && mem && vq->has_addr && vq->size
             && !vq->ring_miss) {
             vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u does not "
