@@ -26,6 +26,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/vhost-log.c \
 	lib/vhost-log.h \
 	lib/vhost-port.c \
+	lib/vhost-postcopy.c \
+	lib/vhost-postcopy.h \
 	lib/vhost-port.h \
 	lib/vhost-socket.c \
 	lib/vhost-socket.h \
@@ -38,6 +40,8 @@ lib_libovs_vhost_core_la_SOURCES = \
 	lib/virtio-ring.h \
 	lib/virtio.h \
 	lib/virtq.c \
+	lib/virtq-iommu.c \
+	lib/virtq-iommu.h \
 	lib/virtq-packed.c \
 	lib/virtq-packed.h \
 	lib/virtq-poslog.c \

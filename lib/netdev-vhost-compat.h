@@ -27,8 +27,16 @@
  *                                 OVS 3.3: tunnel offloads; the checksum
  *                                 asked for is the inner packet's when the
  *                                 packet has inner headers.
+ *   NETDEV_VHOST_HAVE_MEMORY_ALL_LOCKED
+ *                                 OVS 3.4: --mlockall locks pages as they
+ *                                 fault in (MCL_ONFAULT) where the kernel
+ *                                 can, and memory_all_locked() says when
+ *                                 it could not; OVS 3.1 has
+ *                                 memory_locked(), every page locked.
  *
- * Thread-safety: the helpers touch only the packet they are given.
+ * Thread-safety: the packet helpers touch only the packet they are given;
+ * netdev_vhost_compat_memory_all_locked() reads a flag OVS sets once,
+ * before its main loop starts.
  */
 
 #ifndef NETDEV_VHOST_COMPAT_H
@@ -37,6 +45,7 @@
 #include "dp-packet.h"
 #include "packets.h"
 #include "csum.h"
+#include "lib/util.h"          /* OVS's memory_locked(), not ours. */
 
 #ifndef NETDEV_VHOST_OVS_VERSION
 #error "NETDEV_VHOST_OVS_VERSION comes from configure (OVS_COMPAT_DEFS)"
@@ -46,6 +55,24 @@
  * ("n_rxq", "n_txq") and "userspace-tso" ("disabled" when userspace TSO
  * is on but the guest took no offloads). */
 #define NETDEV_VHOST_STATUS_QUEUES (NETDEV_VHOST_OVS_VERSION >= 303)
+
+/* Whether ovs-vswitchd's --mlockall locked every page of the process up
+ * front, those it maps later included (MCL_CURRENT | MCL_FUTURE without
+ * MCL_ONFAULT): each mmap() of guest memory then faults every page in at
+ * once, before postcopy's userfaultfd is registered, so the pages still
+ * on the source would read as zeros.  OVS-DPDK refuses
+ * vhost-postcopy-support then.  OVS 3.1 always locks so; OVS 3.4 and
+ * later lock pages as they fault in unless the kernel lacks MCL_ONFAULT
+ * (Linux 4.4), which postcopy survives. */
+static inline bool
+netdev_vhost_compat_memory_all_locked(void)
+{
+#ifdef NETDEV_VHOST_HAVE_MEMORY_ALL_LOCKED
+    return memory_all_locked();
+#else
+    return memory_locked();
+#endif
+}
 
 /* Resets what a packet block recycled for a new guest packet may still
  * carry beyond the offload flags (dp_packet_reset_offload()), as

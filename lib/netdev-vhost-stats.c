@@ -137,7 +137,11 @@ netdev_vhost_get_stats(const struct netdev *netdev,
     VRING_STAT(rarps_injected, "rarps_injected") \
     VRING_STAT(desc_visits, "desc_visits") \
     VRING_STAT(budget_stops, "budget_stops") \
-    VRING_STAT(small_buf_stops, "small_buf_stops")
+    VRING_STAT(small_buf_stops, "small_buf_stops") \
+    VRING_STAT(iotlb_hits, "iotlb_hits") \
+    VRING_STAT(iotlb_misses, "iotlb_misses") \
+    VRING_STAT(iotlb_waits, "iotlb_waits") \
+    VRING_STAT(iotlb_denied, "iotlb_denied")
 
 static void
 add_counter(struct netdev_custom_stats *cs, size_t *allocated,
@@ -203,6 +207,10 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
                     "vhost_guarded_faults");
         add_counter(cs, &allocated, info.counters.rings_recovered,
                     "vhost_rings_recovered");
+        add_counter(cs, &allocated, info.counters.iotlb_rejected,
+                    "vhost_iotlb_rejected");
+        add_counter(cs, &allocated, info.counters.iotlb_evicted,
+                    "vhost_iotlb_evicted");
     }
 
     /* The queues OVS has, rx then tx as OVS-DPDK lists them. */
@@ -359,6 +367,27 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
                   PRIu64" (%"PRIu64" inexact)\n",
                   info.counters.rings_recovered,
                   info.counters.rings_recovered_inexact);
+    if (info.counters.iotlb_updates || info.counters.iotlb_rejected) {
+        ds_put_format(ds, "  IOTLB (vIOMMU): updates %"PRIu64", "
+                      "invalidations %"PRIu64", refused %"PRIu64", evicted %"
+                      PRIu64", ring misses %"PRIu64"\n",
+                      info.counters.iotlb_updates,
+                      info.counters.iotlb_invalidations,
+                      info.counters.iotlb_rejected,
+                      info.counters.iotlb_evicted,
+                      info.counters.iotlb_ring_misses);
+    }
+    /* Once the port offered postcopy to a frontend that took it, or any
+     * postcopy message came (PAGEFAULT is protocol feature bit 8). */
+    if (info.counters.postcopy_listens || info.counters.postcopy_rejected
+        || (info.connected
+            && info.protocol_features & (UINT64_C(1) << 8))) {
+        ds_put_format(ds, "  postcopy: listens %"PRIu64", regions "
+                      "registered %"PRIu64", refused %"PRIu64"\n",
+                      info.counters.postcopy_listens,
+                      info.counters.postcopy_regions,
+                      info.counters.postcopy_rejected);
+    }
     if (!info.connected) {
         return;
     }
@@ -401,6 +430,12 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
         if (st.small_buf_stops) {
             ds_put_format(ds, ", bursts stopped at buffers too small %"PRIu64,
                           st.small_buf_stops);
+        }
+        if (st.iotlb_hits || st.iotlb_misses || st.iotlb_denied) {
+            ds_put_format(ds, ", iotlb hits %"PRIu64", misses %"PRIu64
+                          ", waits %"PRIu64", denied %"PRIu64,
+                          st.iotlb_hits, st.iotlb_misses, st.iotlb_waits,
+                          st.iotlb_denied);
         }
         ds_put_char(ds, '\n');
     }

@@ -48,6 +48,7 @@
 #include "timeval.h"
 #include "userspace-tso.h"
 #include "lib/util.h"          /* OVS's, not ours. */
+#include "lib/netdev-vhost-compat.h"
 #include "ovs-vhost/vhost.h"
 
 VLOG_DEFINE_THIS_MODULE(netdev_vhost);
@@ -67,6 +68,12 @@ static char *vhost_sock_dir OVS_GUARDED_BY(vhost_mutex);
 static uid_t vhost_sock_uid = (uid_t) -1;       /* -1: leave as created. */
 static gid_t vhost_sock_gid = (gid_t) -1;
 static int vhost_sock_mode = -1;                /* -1: leave as created. */
+/* other_config:vhost-iommu-support, read once at the first pass, as
+ * OVS-DPDK reads it at dpdk init: a change needs a restart. */
+static bool vhost_iommu_enabled OVS_GUARDED_BY(vhost_mutex);
+/* other_config:vhost-postcopy-support, the same way; false if every page
+ * of the process is locked (--mlockall on OVS before 3.4). */
+static bool vhost_postcopy_enabled OVS_GUARDED_BY(vhost_mutex);
 
 static const struct netdev_class netdev_vhost_class;
 static const struct netdev_class netdev_vhost_client_class;
@@ -148,8 +155,17 @@ netdev_vhost_wait(const struct netdev_class *class OVS_UNUSED)
  *
  *   vhost-sock-dir: directory of dpdkvhostuser sockets, under the OVS run
  *     directory.  Read once, at the first pass, as OVS-DPDK does.
- *   vhost-iommu-support, vhost-postcopy-support: not supported yet; said
- *     once if set to true.
+ *   vhost-iommu-support: vhost-user-client ports offer
+ *     VIRTIO_F_ACCESS_PLATFORM (a guest's vIOMMU) when true.  Read once,
+ *     at the first pass, and logged either way, as OVS-DPDK does; a later
+ *     change is logged as needing a restart.  As in OVS-DPDK, server
+ *     (dpdkvhostuser) ports never offer it.
+ *   vhost-postcopy-support: vhost-user-client ports offer
+ *     VHOST_USER_PROTOCOL_F_PAGEFAULT (postcopy live migration) when true.
+ *     Read once, logged and, after a change, logged as needing a restart,
+ *     as vhost-iommu-support.  Refused, as OVS-DPDK refuses it, when
+ *     --mlockall locked every page (netdev_vhost_compat_memory_all_locked():
+ *     always on OVS 3.1, only without MCL_ONFAULT from OVS 3.4 on).
  *   userspace-tso-enable: read by OVS itself (userspace-tso.c).
  *   vhost-sock-owner, vhost-sock-group, vhost-sock-mode: ours, owner
  *     (user name or uid), group (name or gid) and octal permissions of
@@ -201,13 +217,35 @@ void
 netdev_vhost_set_other_config(const struct smap *cfg)
 {
     static bool sock_dir_done;
-    static bool said_iommu, said_postcopy, said_dpdk;
+    static bool said_dpdk;
+    static bool iommu_seen;     /* vhost-iommu-support as last logged. */
+    static bool postcopy_seen;  /* vhost-postcopy-support, the same. */
 
     ovs_mutex_lock(&vhost_mutex);
     if (!sock_dir_done) {
         const char *sub = smap_get(cfg, "vhost-sock-dir");
 
         sock_dir_done = true;
+        /* Before any port exists: bridge.c calls us before it reconfigures
+         * the bridges, so every port sees the value read here. */
+        vhost_iommu_enabled = smap_get_bool(cfg, "vhost-iommu-support",
+                                            false);
+        iommu_seen = vhost_iommu_enabled;
+        VLOG_INFO("IOMMU support for vhost-user-client %s.",
+                  vhost_iommu_enabled ? "enabled" : "disabled");
+        /* OVS-DPDK's words (netdev-dpdk.c): memory locked page by page as
+         * it is mapped is at odds with pages that arrive later. */
+        vhost_postcopy_enabled = smap_get_bool(cfg, "vhost-postcopy-support",
+                                               false);
+        postcopy_seen = vhost_postcopy_enabled;
+        if (vhost_postcopy_enabled
+            && netdev_vhost_compat_memory_all_locked()) {
+            VLOG_WARN("vhost-postcopy-support and mlockall are not "
+                      "compatible.");
+            vhost_postcopy_enabled = false;
+        }
+        VLOG_INFO("POSTCOPY support for vhost-user-client %s.",
+                  vhost_postcopy_enabled ? "enabled" : "disabled");
         if (sub && strstr(sub, "..")) {
             VLOG_ERR("ignoring vhost-sock-dir=%s: it may not contain '..'",
                      sub);
@@ -222,16 +260,21 @@ netdev_vhost_set_other_config(const struct smap *cfg)
         VLOG_INFO("vhost-user sockets in %s", vhost_sock_dir);
     }
 
-    if (smap_get_bool(cfg, "vhost-iommu-support", false) && !said_iommu) {
-        said_iommu = true;
-        VLOG_INFO("vhost-iommu-support=true is not supported yet by "
-                  "ovs-vhost: vIOMMU is not offered to guests");
+    bool iommu = smap_get_bool(cfg, "vhost-iommu-support", false);
+    if (iommu != iommu_seen) {
+        iommu_seen = iommu;
+        VLOG_INFO("vhost-iommu-support changed to %s: IOMMU support for "
+                  "vhost-user-client stays %s until ovs-vswitchd restarts",
+                  iommu ? "true" : "false",
+                  vhost_iommu_enabled ? "enabled" : "disabled");
     }
-    if (smap_get_bool(cfg, "vhost-postcopy-support", false)
-        && !said_postcopy) {
-        said_postcopy = true;
-        VLOG_INFO("vhost-postcopy-support=true is not supported yet by "
-                  "ovs-vhost: postcopy live migration is not offered");
+    bool postcopy = smap_get_bool(cfg, "vhost-postcopy-support", false);
+    if (postcopy != postcopy_seen) {
+        postcopy_seen = postcopy;
+        VLOG_INFO("vhost-postcopy-support changed to %s: POSTCOPY support "
+                  "for vhost-user-client stays %s until ovs-vswitchd "
+                  "restarts", postcopy ? "true" : "false",
+                  vhost_postcopy_enabled ? "enabled" : "disabled");
     }
     if (smap_get_bool(cfg, "dpdk-init", false) && !said_dpdk) {
         said_dpdk = true;
@@ -717,9 +760,11 @@ netdev_vhost_set_config(struct netdev *netdev, const struct smap *args,
 
 /* The virtio features to offer: the engine's defaults, plus checksum and
  * segmentation offloads when userspace TSO is on (OVS 3.1's userspace
- * datapath cannot take partial checksums otherwise). */
+ * datapath cannot take partial checksums otherwise), plus
+ * VIRTIO_F_ACCESS_PLATFORM when 'iommu' (vhost-iommu-support, client
+ * ports only, as in OVS-DPDK). */
 static uint64_t
-netdev_vhost_features(bool tso)
+netdev_vhost_features(bool tso, bool iommu)
 {
     /* The engine's defaults include the packed ring, for frontends that
      * ask for it (QEMU's packed=on, virtio-user's packed_vq=1), and
@@ -728,6 +773,14 @@ netdev_vhost_features(bool tso)
 
     if (tso) {
         features |= vhost_offload_features();
+    }
+    if (iommu) {
+        /* VIRTIO_F_ACCESS_PLATFORM, VIRTIO_F_IOMMU_PLATFORM before VIRTIO
+         * 1.1 (lib/virtio.h is the engine's): the frontend then sends the
+         * guest's IOVA translations (IOTLB_MSG) and the engine asks for
+         * the ones it misses over the backend channel.  Without it QEMU
+         * refuses a NIC with iommu_platform=on. */
+        features |= UINT64_C(1) << 33;
     }
     return features;
 }
@@ -739,7 +792,13 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     OVS_EXCLUDED(dev->mutex)
 {
     bool tso = userspace_tso_enabled();
+    bool iommu, postcopy;
     char *path;
+
+    ovs_mutex_lock(&vhost_mutex);
+    iommu = dev->client && vhost_iommu_enabled;
+    postcopy = dev->client && vhost_postcopy_enabled;
+    ovs_mutex_unlock(&vhost_mutex);
 
     ovs_mutex_lock(&dev->mutex);
     bool same = dev->port && nullable_string_is_equal(dev->path,
@@ -764,7 +823,16 @@ netdev_vhost_setup_port(struct netdev_vhost *dev)
     opts.name = netdev_get_name(&dev->up);
     opts.path = path;
     opts.mode = dev->client ? VHOST_PORT_CLIENT : VHOST_PORT_SERVER;
-    opts.features = netdev_vhost_features(tso);
+    opts.features = netdev_vhost_features(tso, iommu);
+    if (postcopy) {
+        /* VHOST_USER_PROTOCOL_F_PAGEFAULT (bit 8), as OVS-DPDK's
+         * RTE_VHOST_USER_POSTCOPY_SUPPORT offers it, client ports only:
+         * the engine then takes POSTCOPY_ADVISE, _LISTEN and _END, and
+         * a migration's destination may run the guest before its memory
+         * has arrived (lib/vhost-postcopy.h).  Without it QEMU refuses
+         * postcopy-ram ("vhost-user backend not capable of postcopy"). */
+        opts.protocol_features |= UINT64_C(1) << 8;
+    }
     opts.max_queue_pairs = VHOST_MAX_QUEUE_PAIRS;
     opts.cb = &netdev_vhost_callbacks;
     opts.aux = dev;

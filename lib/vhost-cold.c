@@ -156,6 +156,18 @@ vhost_cold_budget_stop(struct virtq *vq, uint32_t budget)
                  vq->name, vq->index, budget);
 }
 
+/* Counts a burst of 'vq' that ended at a chain it could not walk yet,
+ * the chain left available: for 'reason' VIRTQ_WALK_BUDGET, as
+ * vhost_cold_budget_stop(); for VIRTQ_WALK_MISS, the IOTLB wait is
+ * counted when the miss is handled (vhost-datapath.c). */
+void
+vhost_cold_walk_stop(struct virtq *vq, int reason, uint32_t budget)
+{
+    if (reason == VIRTQ_WALK_BUDGET) {
+        vhost_cold_budget_stop(vq, budget);
+    }
+}
+
 /* Counts and logs an enqueue burst of 'vq' that stopped because the
  * guest buffers at the head of its RX ring, 'have' bytes, cannot hold
  * the next packet, 'need' bytes with its header.  The buffers stay

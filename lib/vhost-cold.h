@@ -49,6 +49,8 @@ size_t vhost_cold_scatter(const struct virtq_segs *, unsigned int *segp,
                           uint32_t *offp, const void *src, size_t len)
     OVS_COLD;
 void vhost_cold_budget_stop(struct virtq *, uint32_t budget) OVS_COLD;
+void vhost_cold_walk_stop(struct virtq *, int reason, uint32_t budget)
+    OVS_COLD;
 void vhost_cold_small_buf_stop(struct virtq *, uint32_t need, uint64_t have)
     OVS_COLD;
 

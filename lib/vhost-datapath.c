@@ -16,11 +16,28 @@
 #include "virtio-ring.h"
 #include "virtio-ring-packed.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
+
+static bool vhost_datapath_remap__(struct vhost_dev *, struct virtq *);
+
+/* How long a guest RX burst behind an IOMMU waits for a queue lock the
+ * control plane holds (virtq_trylock_patient()): about 20 us. */
+#define VHOST_DATAPATH_SPINS 20000
+static unsigned int vhost_datapath_enqueue_held__(struct vhost_dev *,
+                                                  struct virtq *,
+                                                  const struct vhost_pkt *,
+                                                  unsigned int n);
+static void vhost_datapath_flush_held__(struct vhost_port *, unsigned int qp);
 
 /* Returns vring 'vring' of 'port' locked and ready, or NULL.  The caller
- * unlocks it.  Runs on polling threads: it never waits. */
+ * unlocks it.  Runs on polling threads: it never waits.  Behind an IOMMU
+ * the ring may have lost its translation (virtq-iommu.h): it is then
+ * translated again here if it can be, and otherwise returned unmapped,
+ * 'desc' NULL, for the caller to skip (or, toward the guest, to hold its
+ * packets). */
 static inline struct virtq *
-vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
+vhost_datapath_get__(struct vhost_port *port, unsigned int vring,
+                     bool patient)
 {
     struct vhost_dev *dev = vhost_port_dev(port);
     struct virtq *vq;
@@ -29,14 +46,22 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring)
         return NULL;
     }
     vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
-    if (!vq || !virtq_trylock(vq)) {
+    /* Without the lock, 'iotlb' is only a hint (written atomically). */
+    if (!vq || (!virtq_trylock(vq)
+                && (!patient
+                    || !__atomic_load_n(&vq->iotlb, __ATOMIC_RELAXED)
+                    || !virtq_trylock_patient(vq, VHOST_DATAPATH_SPINS)))) {
         return NULL;
     }
     /* A guarded SIGBUS broke the device (the frontend shrank guest memory
-     * or the log): no burst from now on; the engine loop disconnects. */
+     * or the log): no burst from now on; the engine loop disconnects.  A
+     * ring behind an IOMMU may have lost its translation (virtq-iommu.h). */
     if (OVS_UNLIKELY(!vq->ready || guest_mem_guard_faulted(&dev->guard))) {
         virtq_unlock(vq);
         return NULL;
+    }
+    if (OVS_UNLIKELY(!vq->desc)) {
+        vhost_datapath_remap__(dev, vq);
     }
     return vq;
 }
@@ -50,6 +75,8 @@ vhost_datapath_ctx__(struct vhost_dev *dev, const struct virtq *vq,
 {
     ctx->mem = dev->mem;
     ctx->log = NULL;
+    ctx->iotlb = vq->iotlb;
+    ctx->miss = false;
     if (OVS_UNLIKELY(vq->log_all && dev->log_base)) {
         log->base = dev->log_base;
         log->size = dev->log_size;
@@ -79,13 +106,49 @@ vhost_datapath_log_done__(struct vhost_dev *dev, const struct virtq *vq,
     }
 }
 
+/* A burst of 'vq' stopped at a buffer whose translation the IOTLB lacks
+ * (virtq-iommu.h): asks the frontend for it, unless it was just asked.
+ * Called with the queue's access lock held. */
+static void OVS_COLD
+vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
+                      const struct virtq_ctx *ctx)
+{
+    if (virtq_iommu_should_ask(vq, ctx, vhost_time_msec())) {
+        if (vhost_dev_send_iotlb_miss(dev, ctx->miss_iova, ctx->miss_perm,
+                                      false)) {
+            vq->miss_sent = false;      /* A later burst asks again. */
+        } else {
+            vq->stats.iotlb_misses++;
+        }
+    }
+}
+
+/* Ring 'vq', ready but unmapped, lost its translation to an IOTLB
+ * invalidation: translates it again, or asks the frontend for what it
+ * misses (once a page, as for buffers) and returns false. */
+static bool OVS_COLD
+vhost_datapath_remap__(struct vhost_dev *dev, struct virtq *vq)
+{
+    if (virtq_iommu_remap(vq, dev->mem)) {
+        return true;
+    }
+    if (vq->ring_miss) {
+        struct virtq_ctx ctx = {
+            .miss = true, .miss_iova = vq->ring_miss_iova,
+            .miss_perm = vq->ring_miss_perm,
+        };
+        vhost_datapath_miss__(dev, vq, &ctx);
+    }
+    return false;
+}
+
 unsigned int
 vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
                     struct vhost_pkt *pkts, unsigned int n,
                     const struct vhost_pkt_alloc *alloc)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
+                       ? vhost_datapath_get__(port, 2 * qp + 1, false) : NULL;
     struct vhost_dirty_log log;
     struct virtq_ctx ctx;
 
@@ -94,6 +157,10 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
     }
     struct vhost_dev *dev = vhost_port_dev(port);
     unsigned int done = 0;
+    if (OVS_UNLIKELY(!vq->desc)) {
+        virtq_unlock(vq);
+        return 0;
+    }
     if (OVS_UNLIKELY(__atomic_load_n(&dev->rarp_pending, __ATOMIC_RELAXED))
         && qp == 0 && n
         && __atomic_exchange_n(&dev->rarp_pending, false, __ATOMIC_ACQ_REL)
@@ -103,12 +170,88 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
         done = 1;
     }
 
+    if (OVS_UNLIKELY(vq->miss_sent) && virtq_iommu_waiting(vq)) {
+        virtq_unlock(vq);
+        return done;
+    }
     vhost_datapath_ctx__(dev, vq, &ctx, &log);
     done += vq->dequeue(vq, &ctx, pkts + done, n - done, alloc);
     if (OVS_UNLIKELY(ctx.log)) {
         vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
     }
+    if (OVS_UNLIKELY(ctx.miss)) {
+        vhost_datapath_miss__(dev, vq, &ctx);
+    }
+    bool iommu = ctx.iotlb != NULL;
     virtq_unlock(vq);
+    if (OVS_UNLIKELY(iommu)) {
+        vhost_datapath_flush_held__(port, qp);
+    }
+    return done;
+}
+
+/* Enqueues 'n' packets from 'pkts' into locked guest RX vring 'vq' and
+ * returns how many it took.  With an IOMMU, packets held for want of a
+ * translation go first, and the packets of a burst that stops at a miss
+ * are held (virtq-iommu.h): they count as taken. */
+static unsigned int
+vhost_datapath_enqueue__(struct vhost_dev *dev, struct virtq *vq,
+                         const struct vhost_pkt *pkts, unsigned int n)
+{
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx;
+    unsigned int done;
+
+    if (OVS_UNLIKELY(vq->held || vq->miss_sent || !vq->desc)) {
+        return vhost_datapath_enqueue_held__(dev, vq, pkts, n);
+    }
+    vhost_datapath_ctx__(dev, vq, &ctx, &log);
+    done = vq->enqueue(vq, &ctx, pkts, n);
+    if (OVS_UNLIKELY(ctx.log)) {
+        vhost_datapath_log_done__(dev, vq, &log);
+    }
+    if (OVS_UNLIKELY(ctx.miss)) {
+        vhost_datapath_miss__(dev, vq, &ctx);
+        done += virtq_iommu_hold(vq, pkts + done, n - done);
+    }
+    return done;
+}
+
+/* vhost_datapath_enqueue__() when packets are held or a miss is awaited:
+ * the held packets first, unless the miss is still awaited; then 'pkts',
+ * held too if any are still held.  No reason for this code to be inline:
+ * only a guest behind an IOMMU gets here, while it waits. */
+static unsigned int OVS_COLD
+vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
+                              const struct vhost_pkt *pkts, unsigned int n)
+{
+    struct vhost_dirty_log log;
+    struct virtq_ctx ctx = { .miss = false };
+    unsigned int done = 0;
+    bool wait = !vq->desc || virtq_iommu_waiting(vq);
+
+    if (!wait) {
+        vhost_datapath_ctx__(dev, vq, &ctx, &log);
+        unsigned int n_held = virtq_iommu_n_held(vq);
+        if (n_held) {
+            virtq_iommu_release_held(
+                vq, vq->enqueue(vq, &ctx, virtq_iommu_held_pkts(vq), n_held));
+        }
+        if (!virtq_iommu_n_held(vq) && !ctx.miss) {
+            done = vq->enqueue(vq, &ctx, pkts, n);
+        }
+        if (OVS_UNLIKELY(ctx.log)) {
+            vhost_datapath_log_done__(dev, vq, &log);
+        }
+        if (ctx.miss) {
+            vhost_datapath_miss__(dev, vq, &ctx);
+        }
+    }
+    /* Held behind what is held, or for a translation; a ring merely full
+     * refuses them, as without an IOMMU. */
+    if (wait || ctx.miss || virtq_iommu_n_held(vq)) {
+        done += virtq_iommu_hold(vq, pkts + done, n - done);
+    }
     return done;
 }
 
@@ -117,20 +260,31 @@ vhost_enqueue_burst(struct vhost_port *port, unsigned int qp,
                     const struct vhost_pkt *pkts, unsigned int n)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp) : NULL;
-    struct vhost_dirty_log log;
-    struct virtq_ctx ctx;
+                       ? vhost_datapath_get__(port, 2 * qp, true) : NULL;
 
     if (!vq) {
         return 0;
     }
-    vhost_datapath_ctx__(vhost_port_dev(port), vq, &ctx, &log);
-    unsigned int done = vq->enqueue(vq, &ctx, pkts, n);
-    if (OVS_UNLIKELY(ctx.log)) {
-        vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
-    }
+    unsigned int done = vhost_datapath_enqueue__(vhost_port_dev(port), vq,
+                                                 pkts, n);
     virtq_unlock(vq);
     return done;
+}
+
+/* From a dequeue of queue pair 'qp': places the packets held on its guest
+ * RX vring, if any and if the translation they wait for has come, so that
+ * they go out even if no other packet comes for the guest. */
+static void OVS_COLD
+vhost_datapath_flush_held__(struct vhost_port *port, unsigned int qp)
+{
+    struct virtq *vq = vhost_datapath_get__(port, 2 * qp, false);
+
+    if (vq) {
+        if (vq->held) {
+            vhost_datapath_enqueue_held__(vhost_port_dev(port), vq, NULL, 0);
+        }
+        virtq_unlock(vq);
+    }
 }
 
 /* Counts what the guest has made available on a locked, ready vring.
@@ -181,13 +335,13 @@ unsigned int
 vhost_dequeue_pending(struct vhost_port *port, unsigned int qp)
 {
     struct virtq *vq = qp < VHOST_MAX_QUEUE_PAIRS
-                       ? vhost_datapath_get__(port, 2 * qp + 1) : NULL;
+                       ? vhost_datapath_get__(port, 2 * qp + 1, false) : NULL;
     unsigned int n;
 
     if (!vq) {
         return 0;
     }
-    n = vhost_datapath_pending__(vq);
+    n = vq->desc ? vhost_datapath_pending__(vq) : 0;
     virtq_unlock(vq);
     return n;
 }

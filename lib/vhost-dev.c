@@ -6,14 +6,18 @@
 #include <config.h>
 #include "vhost-dev.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
+#include "vhost-user-msg.h"
 #include "virtio.h"
+#include "virtq-iommu.h"
 #include "virtq-poslog.h"
 #include "virtq.h"
 
@@ -33,6 +37,13 @@ vhost_dev_init(struct vhost_dev *dev, struct vhost_port *port,
     dev->max_queue_pairs = opts->max_queue_pairs;
     dev->log_call_fd = -1;
     dev->backend_req_fd = -1;
+    pthread_mutex_init(&dev->backend_mutex, NULL);
+    dev->postcopy_ufd = -1;
+    dev->iotlb = malloc(sizeof *dev->iotlb);
+    if (!dev->iotlb) {
+        abort();
+    }
+    vhost_iotlb_init(dev->iotlb, VHOST_IOTLB_MAX_ENTRIES);
     guest_mem_guard_owner_init(&dev->guard, -1);
     dev->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
     if (opts->state_path) {
@@ -79,7 +90,7 @@ vhost_dev_get_vq(struct vhost_dev *dev, uint32_t index)
             vq->name = dev->name;
         }
         vq->poslog_slot = virtq_poslog_slot(dev->poslog, index);
-        virtq_configure(vq, dev->features, dev->mem);
+        virtq_configure(vq, dev->features, dev->mem, dev->iotlb);
         /* Published for the data path, which reads 'vqs' without a lock. */
         __atomic_store_n(&dev->vqs[index], vq, __ATOMIC_RELEASE);
     }
@@ -101,7 +112,7 @@ vhost_dev_set_features(struct vhost_dev *dev, uint64_t features)
     dev->features = features;
     for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
         if (dev->vqs[i]) {
-            virtq_configure(dev->vqs[i], features, dev->mem);
+            virtq_configure(dev->vqs[i], features, dev->mem, dev->iotlb);
         }
     }
     vhost_dev_unlock_queues(dev);
@@ -178,6 +189,8 @@ vhost_dev_set_mem(struct vhost_dev *dev, struct guest_mem *mem)
  * queue's access lock: a packed ring's positions, which it reads, are the
  * data path's to write while the queue runs (ThreadSanitizer saw the
  * race). */
+static void vhost_dev_ask_rings__(struct vhost_dev *);
+
 static bool
 vhost_dev_vq_can_run__(struct virtq *vq)
 {
@@ -265,6 +278,7 @@ vhost_dev_gone__(struct vhost_dev *dev)
 void
 vhost_dev_update_ready(struct vhost_dev *dev)
 {
+    vhost_dev_ask_rings__(dev);
     if (!dev->ready) {
         if (!vhost_dev_pair0_can_run__(dev)
             || !vhost_dev_all_enabled_can_run__(dev)) {
@@ -309,6 +323,160 @@ vhost_dev_update_ready(struct vhost_dev *dev)
             }
         }
     }
+}
+
+/* IOTLB (VIRTIO_F_IOMMU_PLATFORM). */
+
+/* Replaces 'dev''s backend request channel with 'fd' (or -1), closing the
+ * old one, under 'backend_mutex': the data path may be writing a miss. */
+void
+vhost_dev_set_backend_req_fd(struct vhost_dev *dev, int fd)
+{
+    pthread_mutex_lock(&dev->backend_mutex);
+    close_fd_quietly(dev->backend_req_fd);
+    dev->backend_req_fd = fd;
+    pthread_mutex_unlock(&dev->backend_mutex);
+}
+
+/* Asks the frontend for the translation of I/O virtual address 'iova' for
+ * access 'perm' (VHOST_ACCESS_*): an IOTLB_MSG of type MISS on the backend
+ * channel (vhost-user.rst, "Back-end message types"), with no reply
+ * wanted.  The data path calls it with 'wait' false, and then does not
+ * wait for the channel if the engine loop is writing to it.  Returns 0,
+ * ENOTCONN without a channel, EBUSY, or the errno of the write, which
+ * never blocks: a frontend that does not read its channel gets no more
+ * misses until it does. */
+int
+vhost_dev_send_iotlb_miss(struct vhost_dev *dev, uint64_t iova, uint8_t perm,
+                          bool wait)
+{
+    struct {
+        struct vhost_user_hdr hdr;
+        struct vhost_iotlb_msg iotlb;
+    } __attribute__((packed)) m;
+    int error = 0;
+
+    memset(&m, 0, sizeof m);
+    m.hdr.request = VHOST_USER_BACKEND_IOTLB_MSG;
+    m.hdr.flags = VHOST_USER_VERSION;
+    m.hdr.size = sizeof m.iotlb;
+    m.iotlb.iova = iova;
+    m.iotlb.perm = perm;
+    m.iotlb.type = VHOST_IOTLB_MISS;
+
+    if (wait) {
+        pthread_mutex_lock(&dev->backend_mutex);
+    } else if (pthread_mutex_trylock(&dev->backend_mutex)) {
+        return EBUSY;
+    }
+    if (dev->backend_req_fd < 0) {
+        error = ENOTCONN;
+    } else if (send(dev->backend_req_fd, &m, sizeof m,
+                    MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t) sizeof m) {
+        error = errno ? errno : EIO;
+    }
+    pthread_mutex_unlock(&dev->backend_mutex);
+
+    if (error && error != EBUSY) {
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: cannot send an IOTLB "
+                         "miss for IOVA %#"PRIx64" to the frontend (%s)",
+                         dev->name, iova, error == ENOTCONN
+                         ? "no backend channel: SET_BACKEND_REQ_FD"
+                         : strerror(error));
+    }
+    return error;
+}
+
+/* Sends a miss for each ring that waits for a translation and has not
+ * asked for that translation yet (virtq_map()), or could not: without a
+ * backend channel it waits for SET_BACKEND_REQ_FD.  The engine loop, after
+ * each message: a ring misses when its addresses come, when
+ * the memory table or the features change, or after an invalidation. */
+static void
+vhost_dev_ask_rings__(struct vhost_dev *dev)
+{
+    for (unsigned int i = 0; i < dev->n_vqs && dev->backend_req_fd >= 0;
+         i++) {
+        struct virtq *vq = dev->vqs[i];
+
+        if (!vq) {
+            continue;
+        }
+        /* Under the lock: the data path translates a ring that lost its
+         * translation again, and writes these fields (virtq_map()). */
+        virtq_lock(vq);
+        bool ask = vq->ring_miss && !vq->ring_miss_asked;
+        uint64_t iova = vq->ring_miss_iova;
+        uint8_t perm = vq->ring_miss_perm;
+        virtq_unlock(vq);
+
+        if (ask && !vhost_dev_send_iotlb_miss(dev, iova, perm, true)) {
+            dev->counters.iotlb_ring_misses++;
+            virtq_lock(vq);
+            if (vq->ring_miss && vq->ring_miss_iova == iova) {
+                vq->ring_miss_asked = true;
+            }
+            /* So that the bursts of a ring that lost its translation do
+             * not ask for it again (virtq_iommu_should_ask()). */
+            virtq_iommu_note_asked(vq, iova, perm, vhost_time_msec());
+            virtq_unlock(vq);
+        }
+    }
+}
+
+/* Carries out IOTLB_MSG 'msg' from the frontend (vhost-iotlb.h) on a copy
+ * of the IOTLB, which each queue then takes under its own lock, one queue
+ * at a time: bursts on other queues go on meanwhile, and a burst toward
+ * the guest that waits for a lock waits for one queue's few stores, not
+ * for the whole message.  The old table is freed once every queue has the
+ * new one, so no burst runs on a translation the message removed.  Each
+ * ring is translated again as it takes the new table (an update may
+ * replace or evict the entry a running ring used); a ring that lost its
+ * translation stays ready, its bursts doing nothing until an update brings
+ * it back (virtq-iommu.h).  An update that answers a queue's miss lets its
+ * bursts go on.  Returns 0, or EINVAL (or ENOMEM) with the IOTLB unchanged
+ * for a message the "Trust model" of vhost-iotlb.h refuses. */
+int
+vhost_dev_iotlb_msg(struct vhost_dev *dev, const struct vhost_iotlb_msg *msg)
+{
+    struct vhost_iotlb *old = dev->iotlb;
+    struct vhost_iotlb *new = malloc(sizeof *new);
+
+    if (!new || vhost_iotlb_clone(new, old)) {
+        free(new);
+        return ENOMEM;
+    }
+    int error = vhost_iotlb_apply(new, msg);
+    if (error) {
+        old->n_rejected = new->n_rejected;
+        vhost_iotlb_destroy(new);
+        free(new);
+        return error;
+    }
+
+    dev->iotlb = new;
+    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+        struct virtq *vq = dev->vqs[i];
+
+        if (!vq) {
+            continue;
+        }
+        virtq_lock(vq);
+        if (vq->iotlb) {
+            __atomic_store_n(&vq->iotlb, new, __ATOMIC_RELAXED);
+            if (msg->type == VHOST_IOTLB_UPDATE) {
+                virtq_iommu_answered(vq, msg);
+            }
+            virtq_iommu_remap(vq, dev->mem);
+            vq->ready = vq->ready && virtq_can_run(vq);
+        }
+        virtq_unlock(vq);
+    }
+    /* Queues not allocated yet, or not behind the IOMMU, take the table
+     * when the features say so (virtq_configure()). */
+    vhost_iotlb_destroy(old);
+    free(old);
+    return 0;
 }
 
 /* Replaces 'dev''s dirty log with 'map' (of 'map_len' bytes, from
@@ -409,6 +577,11 @@ vhost_dev_check_guard(struct vhost_dev *dev)
 void
 vhost_dev_reset(struct vhost_dev *dev)
 {
+    /* First, before any queue lock: a PMD thread may hold one while it
+     * waits in a postcopy fault that a frontend gone will never serve;
+     * closing our userfaultfd (the frontend's copy went with it) wakes
+     * it. */
+    vhost_postcopy_reset(dev);
     vhost_dev_gone__(dev);
 
     vhost_dev_lock_queues(dev);
@@ -429,8 +602,9 @@ vhost_dev_reset(struct vhost_dev *dev)
     dev->counters.guarded_faults
         += guest_mem_guard_owner_collect(&dev->guard);
     guest_mem_guard_owner_clear(&dev->guard);
-    close_fd_quietly(dev->backend_req_fd);
-    dev->backend_req_fd = -1;
+    vhost_dev_set_backend_req_fd(dev, -1);
+    /* No queue uses the IOTLB now: the features are reset. */
+    vhost_iotlb_flush(dev->iotlb);
 
     dev->protocol_features = 0;
     dev->owned = false;
@@ -450,6 +624,10 @@ vhost_dev_destroy(struct vhost_dev *dev)
         dev->vqs[i] = NULL;
     }
     vhost_dev_close_poslog(dev);
+    vhost_iotlb_destroy(dev->iotlb);
+    free(dev->iotlb);
+    dev->iotlb = NULL;
+    pthread_mutex_destroy(&dev->backend_mutex);
 }
 
 /* Closes 'dev''s ring position log, if it has one, and takes every queue's
@@ -488,7 +666,10 @@ vhost_dev_release_poslog(struct vhost_dev *dev)
 
 /* Returns the NUMA node that holds guest memory (its first region), or -1
  * if there is none or the kernel cannot say.  Asked of the kernel with
- * get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR), which needs no libnuma. */
+ * get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR), which needs no libnuma, and
+ * faults the page in: not while postcopy listens, when a page not yet
+ * received would hold the caller (the embedder's status query) until the
+ * frontend sends it, or for ever if it never does. */
 static int
 vhost_dev_numa_node__(const struct vhost_dev *dev)
 {
@@ -496,7 +677,8 @@ vhost_dev_numa_node__(const struct vhost_dev *dev)
     enum { MPOL_F_NODE_ = 1 << 0, MPOL_F_ADDR_ = 1 << 1 };
     int node = -1;
 
-    if (!dev->mem || !dev->mem->n_regions) {
+    if (!dev->mem || !dev->mem->n_regions
+        || dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
         return -1;
     }
     if (syscall(SYS_get_mempolicy, &node, NULL, 0UL,

@@ -37,8 +37,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ovs-vhost/vhost.h"
+#include <pthread.h>
 #include "guest-mem-guard.h"
+#include "vhost-iotlb.h"
 #include "vhost-log.h"
+#include "vhost-postcopy.h"
 
 struct guest_mem;
 struct virtq;
@@ -90,8 +93,23 @@ struct vhost_dev {
     uint64_t log_size;
     int log_call_fd;
 
-    /* Backend request channel (SET_BACKEND_REQ_FD), stored for later. */
+    /* Backend request channel (SET_BACKEND_REQ_FD): IOTLB misses go to
+     * the frontend over it, from the engine loop (ring addresses) and
+     * from the data path (buffers).  'backend_mutex' guards the fd and
+     * every message written to it; the data path only tries it. */
     int backend_req_fd;
+    pthread_mutex_t backend_mutex;
+
+    /* The IOTLB (VIRTIO_F_IOMMU_PLATFORM; vhost-iotlb.h): replaced by a
+     * changed copy at each IOTLB message, queue by queue
+     * (vhost_dev_iotlb_msg()), never changed in place while a queue may
+     * read it. */
+    struct vhost_iotlb *iotlb;
+
+    /* Postcopy live migration (vhost-postcopy.h): the userfaultfd from
+     * POSTCOPY_ADVISE (or -1) and where the steps stand. */
+    int postcopy_ufd;
+    enum vhost_postcopy_state postcopy_state;
 
     /* What the embedder was last told. */
     bool ready;
@@ -129,6 +147,10 @@ void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);
 void vhost_dev_set_log_call_fd(struct vhost_dev *, int fd);
+void vhost_dev_set_backend_req_fd(struct vhost_dev *, int fd);
+int vhost_dev_iotlb_msg(struct vhost_dev *, const struct vhost_iotlb_msg *);
+int vhost_dev_send_iotlb_miss(struct vhost_dev *, uint64_t iova,
+                              uint8_t perm, bool wait);
 
 bool vhost_dev_check_guard(struct vhost_dev *);
 

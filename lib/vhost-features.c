@@ -63,7 +63,8 @@ vhost_supported_protocol_features(void)
            | FEATURE_BIT(VHOST_USER_PROTOCOL_F_BACKEND_REQ)
            | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)
            | FEATURE_BIT(VHOST_USER_PROTOCOL_F_STATUS)
-           | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG);
+           | FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG)
+           | FEATURE_BIT(VHOST_USER_PROTOCOL_F_PAGEFAULT);
 }
 
 /* Returns the protocol features a port offers unless its embedder says
@@ -72,12 +73,17 @@ vhost_supported_protocol_features(void)
  * virtio-net reads no config space from its backend and warns on every
  * start ("vhost-user backend supports VHOST_USER_PROTOCOL_F_CONFIG but
  * QEMU does not").  An embedder that wants its MTU in the config space
- * (vhost_port_set_mtu()) adds it. */
+ * (vhost_port_set_mtu()) adds it.  PAGEFAULT (postcopy migration) is left
+ * out too, as OVS-DPDK leaves it to vhost-postcopy-support: a frontend
+ * that negotiates it may hold our threads on page faults, and locked
+ * memory (mlockall(MCL_FUTURE)) faults every page in at mmap() time, which
+ * defeats it. */
 uint64_t
 vhost_default_protocol_features(void)
 {
     return vhost_supported_protocol_features()
-           & ~FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG);
+           & ~(FEATURE_BIT(VHOST_USER_PROTOCOL_F_CONFIG)
+               | FEATURE_BIT(VHOST_USER_PROTOCOL_F_PAGEFAULT));
 }
 
 char *

@@ -27,6 +27,22 @@ vhost_iotlb_init(struct vhost_iotlb *iotlb, unsigned int max)
     iotlb->max = max;
 }
 
+/* Makes 'dst' a copy of 'src' (entries, capacity and counters), for an
+ * update applied to the copy while bursts go on reading 'src'.  Returns 0
+ * or ENOMEM, 'dst' then empty. */
+int
+vhost_iotlb_clone(struct vhost_iotlb *dst, const struct vhost_iotlb *src)
+{
+    *dst = *src;
+    dst->entries = malloc(src->max * sizeof *src->entries);
+    if (!dst->entries) {
+        memset(dst, 0, sizeof *dst);
+        return ENOMEM;
+    }
+    memcpy(dst->entries, src->entries, src->n * sizeof *src->entries);
+    return 0;
+}
+
 /* Frees what 'iotlb' holds. */
 void
 vhost_iotlb_destroy(struct vhost_iotlb *iotlb)

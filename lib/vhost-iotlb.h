@@ -28,11 +28,13 @@
  * Thread-safety
  * =============
  *
- * The control plane modifies the table with every queue's access lock
- * held (vhost_dev_lock_queues()), so an invalidation never lands in the
- * middle of a burst: once vhost_iotlb_apply() returns, no burst uses a
- * translation it removed.  The data path looks entries up under its
- * queue's access lock.
+ * A table is read by bursts, under their queues' access locks, and never
+ * changed while one may read it: the control plane applies a message to
+ * a copy (vhost_iotlb_clone()), hands the copy to each queue in turn under
+ * that queue's lock, and frees the old table once every queue has it
+ * (vhost_dev_iotlb_msg()).  So an invalidation never lands in the middle
+ * of a burst, and once the message is acknowledged no burst uses a
+ * translation it removed; and no queue waits for another's lock.
  *
  * Trust model
  * ===========
@@ -112,6 +114,7 @@ enum vhost_iotlb_result {
 
 void vhost_iotlb_init(struct vhost_iotlb *, unsigned int max);
 void vhost_iotlb_destroy(struct vhost_iotlb *);
+int vhost_iotlb_clone(struct vhost_iotlb *dst, const struct vhost_iotlb *src);
 void vhost_iotlb_flush(struct vhost_iotlb *);
 int vhost_iotlb_apply(struct vhost_iotlb *, const struct vhost_iotlb_msg *);
 enum vhost_iotlb_result vhost_iotlb_translate(const struct vhost_iotlb *,

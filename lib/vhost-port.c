@@ -263,6 +263,9 @@ vhost_port_disconnect__(struct vhost_port *port, bool destroying)
     close(port->conn_fd);
     port->conn_fd = -1;
     port->dev.counters.disconnects++;
+    /* A reply's fd that never went out (postcopy's userfaultfd). */
+    close_fd_quietly(port->out.fd);
+    port->out.fd = -1;
 
     vhost_dev_reset(&port->dev);
     VLOG_INFO("%s: frontend disconnected", port->name);
@@ -461,9 +464,12 @@ static bool
 vhost_port_send_reply__(struct vhost_port *port)
 {
     int error = vhost_user_msg_send(port->conn_fd, &port->out.hdr,
-                                    &port->out.payload, NULL, 0,
-                                    &port->out_sent);
+                                    &port->out.payload, &port->out.fd,
+                                    port->out.fd >= 0, &port->out_sent);
     if (!error) {
+        /* Out with the first byte: the frontend has its copy. */
+        close_fd_quietly(port->out.fd);
+        port->out.fd = -1;
         if (port->out_pending) {
             vhost_port_stop_msg_timer__(port);
             port->out_pending = false;
@@ -682,6 +688,7 @@ vhost_port_create(struct vhost_engine *engine,
     port->connect_rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(2, 1);
     port->listen_fd = -1;
     port->conn_fd = -1;
+    port->out.fd = -1;
     port->pending_fd = -1;
     vhost_engine_timer_init(&port->pending_timer, vhost_port_pending_cb__);
     port->listen_watch.fd = port->conn_watch.fd = -1;

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util.h"
+#include "vhost-iotlb.h"
 
 /* Requests, front-end to back-end. */
 enum vhost_user_request {
@@ -187,6 +188,11 @@ struct vhost_user_config {
 };
 #define VHOST_USER_CONFIG_HDR_SIZE 12
 
+/* Back-end message types (requests on the backend channel,
+ * SET_BACKEND_REQ_FD): only the IOTLB miss is sent here.  Its payload is
+ * a struct vhost_iotlb_msg (vhost-iotlb.h). */
+#define VHOST_USER_BACKEND_IOTLB_MSG 1
+
 /* A whole message, as read off the socket. */
 struct vhost_user_msg {
     struct vhost_user_hdr hdr;
@@ -198,6 +204,7 @@ struct vhost_user_msg {
         struct vhost_user_mem_reg mem_reg;
         struct vhost_user_log log;
         struct vhost_user_config config;
+        struct vhost_iotlb_msg iotlb;
         uint8_t bytes[VHOST_USER_MAX_PAYLOAD];
     } payload;
 

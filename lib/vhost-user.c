@@ -177,6 +177,111 @@ vhost_user_reset_owner(struct vhost_dev *dev, struct vhost_user_msg *msg,
 
 /* Memory. */
 
+/* Postcopy (vhost-postcopy.h). */
+
+/* While postcopy listens, registers the region that 'r' (a copy of one
+ * the frontend just sent, in the reply) names with the userfaultfd, and
+ * puts in its 'userspace_addr' where we mapped it, as vhost-user.rst asks
+ * of the reply to SET_MEM_TABLE (and QEMU of ADD_MEM_REG's). */
+static int
+vhost_user_postcopy_region__(struct vhost_dev *dev,
+                             const struct vhost_user_msg *msg,
+                             struct vhost_user_mem_region *r)
+{
+    const struct guest_mem_region *gr
+        = guest_mem_find_gpa(dev->mem, r->guest_phys_addr);
+    const char *reason;
+
+    if (!gr) {
+        return vhost_user_reject__(dev, msg, "postcopy: region at guest "
+                                   "%#"PRIx64" not mapped",
+                                   r->guest_phys_addr);
+    }
+    int error = vhost_postcopy_register(dev, gr, &reason);
+    if (error) {
+        dev->counters.postcopy_rejected++;
+        return vhost_user_reject__(dev, msg, "postcopy: region at guest "
+                                   "%#"PRIx64": %s (%s)", r->guest_phys_addr,
+                                   reason, strerror(error));
+    }
+    dev->counters.postcopy_regions++;
+    r->userspace_addr = (uint64_t) (uintptr_t) gr->hva;
+    return 0;
+}
+
+/* The frontend's acknowledgement of a postcopy memory table reply: the
+ * request it answered, with an 8-byte payload of 0 (QEMU's
+ * vhost_user_set_mem_table_postcopy(), vhost_user_add_remove_regions()),
+ * which it sends when it can wake our faults.  Returns true if 'msg' is
+ * one, taken (no reply); a nonzero value is logged. */
+static bool
+vhost_user_postcopy_ack__(struct vhost_dev *dev,
+                          const struct vhost_user_msg *msg)
+{
+    uint32_t r = msg->hdr.request;
+
+    if (dev->postcopy_state != VHOST_POSTCOPY_LISTENING
+        || msg->hdr.size != sizeof msg->payload.u64 || msg->n_fds
+        || (r != VHOST_USER_SET_MEM_TABLE && r != VHOST_USER_ADD_MEM_REG
+            && r != VHOST_USER_REM_MEM_REG)) {
+        return false;
+    }
+    if (msg->payload.u64) {
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: postcopy: the frontend "
+                         "could not register our memory table (%"PRIu64"): "
+                         "faults will not be served", dev->name,
+                         msg->payload.u64);
+    } else {
+        VLOG_DBG("%s: postcopy: the frontend registered our memory table",
+                 dev->name);
+    }
+    return true;
+}
+
+static int
+vhost_user_postcopy_advise(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                           struct vhost_user_reply *reply)
+{
+    const char *reason;
+    int error = vhost_postcopy_advise(dev, &reply->fd, &reason);
+
+    if (error) {
+        dev->counters.postcopy_rejected++;
+        return vhost_user_reject__(dev, msg, "postcopy: %s (%s)", reason,
+                                   strerror(error));
+    }
+    /* vhost-user.rst: the reply carries the fd, and no payload. */
+    reply->hdr.size = 0;
+    return 0;
+}
+
+static int
+vhost_user_postcopy_listen(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                           struct vhost_user_reply *reply)
+{
+    const char *reason;
+
+    if (vhost_postcopy_listen(dev, &reason)) {
+        dev->counters.postcopy_rejected++;
+        return vhost_user_reject__(dev, msg, "postcopy: %s", reason);
+    }
+    dev->counters.postcopy_listens++;
+    return 0;
+}
+
+static int
+vhost_user_postcopy_end(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                        struct vhost_user_reply *reply)
+{
+    const char *reason;
+
+    if (vhost_postcopy_end(dev, &reason)) {
+        dev->counters.postcopy_rejected++;
+        return vhost_user_reject__(dev, msg, "postcopy: %s", reason);
+    }
+    return 0;
+}
+
 static int
 vhost_user_set_mem_table(struct vhost_dev *dev, struct vhost_user_msg *msg,
                          struct vhost_user_reply *reply)
@@ -222,6 +327,18 @@ vhost_user_set_mem_table(struct vhost_dev *dev, struct vhost_user_msg *msg,
     dev->counters.mem_table_updates++;
     VLOG_INFO("%s: guest memory: %"PRIu32" regions, %"PRIu64" bytes",
               dev->name, n, guest_mem_total_size(mem));
+    if (dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
+        /* The same table back, each region at its address here. */
+        reply->payload.mem = *t;
+        for (uint32_t i = 0; i < n; i++) {
+            int error = vhost_user_postcopy_region__(
+                dev, msg, &reply->payload.mem.regions[i]);
+            if (error) {
+                return error;
+            }
+        }
+        reply->hdr.size = msg->hdr.size;
+    }
     return 0;
 }
 
@@ -256,7 +373,13 @@ vhost_user_add_mem_reg(struct vhost_dev *dev, struct vhost_user_msg *msg,
     }
     vhost_dev_set_mem(dev, mem);
     dev->counters.mem_table_updates++;
-    return 0;
+    if (dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
+        reply->payload.mem_reg = msg->payload.mem_reg;
+        error = vhost_user_postcopy_region__(dev, msg,
+                                             &reply->payload.mem_reg.region);
+        reply->hdr.size = sizeof reply->payload.mem_reg;
+    }
+    return error;
 }
 
 static int
@@ -524,7 +647,7 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
     vq->log_used = a->flags & (1u << VHOST_VRING_F_LOG);
     vq->has_addr = true;
     bool mapped = virtq_map(vq, dev->mem);
-    if (dev->mem && vq->size && !mapped) {
+    if (dev->mem && vq->size && !mapped && !vq->ring_miss) {
         /* Keep what worked before. */
         vq->desc_uva = old.desc_uva;
         vq->avail_uva = old.avail_uva;
@@ -537,9 +660,13 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
         virtq_resync_used(vq);
     }
     vq->ready = vq->ready && virtq_can_run(vq);
+    /* Behind an IOMMU, ring addresses the IOTLB has no entry for yet are
+     * not wrong: the ring waits, and a miss asks for them
+     * (vhost_dev_update_ready()). */
+    bool waits = vq->ring_miss;
     virtq_unlock(vq);
 
-    if (dev->mem && vq->size && !mapped) {
+    if (dev->mem && vq->size && !mapped && !waits) {
         return vhost_user_reject__(dev, msg, "vring %u (desc %#"PRIx64", "
                                    "avail %#"PRIx64", used %#"PRIx64") is "
                                    "not inside guest memory", vq->index,
@@ -856,8 +983,39 @@ vhost_user_set_backend_req_fd(struct vhost_dev *dev,
                               struct vhost_user_msg *msg,
                               struct vhost_user_reply *reply)
 {
-    close_fd_quietly(dev->backend_req_fd);
-    dev->backend_req_fd = vhost_user_msg_take_fd(msg, 0);
+    vhost_dev_set_backend_req_fd(dev, vhost_user_msg_take_fd(msg, 0));
+    return 0;
+}
+
+/* IOTLB_MSG: a translation from the frontend's vIOMMU (vhost-user.rst,
+ * "IOTLB message"), meaningful only with VIRTIO_F_IOMMU_PLATFORM
+ * negotiated.  The frontend wants it acknowledged (REPLY_ACK, which QEMU
+ * requires with an IOMMU), as vhost_user_dispatch() does. */
+static int
+vhost_user_iotlb_msg(struct vhost_dev *dev, struct vhost_user_msg *msg,
+                     struct vhost_user_reply *reply)
+{
+    const struct vhost_iotlb_msg *m = &msg->payload.iotlb;
+
+    if (!vhost_dev_has_feature(dev, VIRTIO_F_ACCESS_PLATFORM)) {
+        dev->counters.iotlb_rejected++;
+        return vhost_user_reject__(dev, msg, "IOTLB message without "
+                                   "VIRTIO_F_IOMMU_PLATFORM negotiated");
+    }
+    /* Frontend-controlled: every field, checked by vhost_iotlb_apply(). */
+    if (vhost_dev_iotlb_msg(dev, m)) {
+        dev->counters.iotlb_rejected++;
+        return vhost_user_reject__(dev, msg, "IOTLB message type %u (IOVA "
+                                   "%#"PRIx64", size %#"PRIx64", perm %#x) "
+                                   "refused", m->type, m->iova, m->size,
+                                   m->perm);
+    }
+    if (m->type == VHOST_IOTLB_UPDATE) {
+        dev->counters.iotlb_updates++;
+    } else {
+        dev->counters.iotlb_invalidations++;
+    }
+    dev->counters.iotlb_evicted = dev->iotlb->n_evicted;
     return 0;
 }
 
@@ -972,6 +1130,17 @@ static const struct vhost_user_req_def vhost_user_reqs[VHOST_USER_N_REQUESTS] = 
         PF(LOG_SHMFD)),
     REQ(SET_BACKEND_REQ_FD, vhost_user_set_backend_req_fd, NONE, FDS(1, 1),
         NO_REPLY, PF(BACKEND_REQ)),
+    REQ(IOTLB_MSG, vhost_user_iotlb_msg, EXACT(struct vhost_iotlb_msg),
+        FDS(0, 0), NO_REPLY, NO_PF),
+
+    /* Postcopy migration (vhost-postcopy.h).  ADVISE's reply is the
+     * userfaultfd alone; LISTEN and END are acknowledged (REPLY_ACK). */
+    REQ(POSTCOPY_ADVISE, vhost_user_postcopy_advise, NONE, FDS(0, 0),
+        EMPTY_REPLY, PF(PAGEFAULT)),
+    REQ(POSTCOPY_LISTEN, vhost_user_postcopy_listen, NONE, FDS(0, 0),
+        NO_REPLY, PF(PAGEFAULT)),
+    REQ(POSTCOPY_END, vhost_user_postcopy_end, NONE, FDS(0, 0), NO_REPLY,
+        PF(PAGEFAULT)),
 #undef REQ
 };
 #undef SIZE
@@ -1034,6 +1203,7 @@ vhost_user_dispatch(struct vhost_dev *dev, struct vhost_user_msg *msg,
     int error;
 
     memset(reply, 0, sizeof *reply);
+    reply->fd = -1;
     reply->hdr.request = request;
     reply->hdr.flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK;
 
@@ -1047,6 +1217,9 @@ vhost_user_dispatch(struct vhost_dev *dev, struct vhost_user_msg *msg,
     memset(msg->payload.bytes + msg->hdr.size, 0,
            sizeof msg->payload - msg->hdr.size);
 
+    if (vhost_user_postcopy_ack__(dev, msg)) {
+        return VHOST_USER_CONTINUE;
+    }
     if (!def || !def->handler) {
         dev->counters.msgs_unknown++;
         dev->counters.msgs_rejected++;
@@ -1068,6 +1241,9 @@ vhost_user_dispatch(struct vhost_dev *dev, struct vhost_user_msg *msg,
 
     if (error) {
         dev->counters.msgs_rejected++;
+        close_fd_quietly(reply->fd);
+        reply->fd = -1;
+        reply->hdr.size = 0;
         if (want_ack && def->reply != VHOST_USER_REPLY_DATA) {
             vhost_user_reply_u64__(reply, error);
             return VHOST_USER_REPLY;
@@ -1080,7 +1256,8 @@ vhost_user_dispatch(struct vhost_dev *dev, struct vhost_user_msg *msg,
         return VHOST_USER_DISCONNECT;
     }
 
-    if (def->reply != VHOST_USER_NO_REPLY) {
+    /* A reply without a want of one is postcopy's memory table answer. */
+    if (def->reply != VHOST_USER_NO_REPLY || reply->hdr.size) {
         return VHOST_USER_REPLY;
     }
     if (want_ack) {

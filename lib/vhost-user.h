@@ -42,7 +42,11 @@ struct vhost_user_reply {
         uint64_t u64;
         struct vhost_user_vring_state state;
         struct vhost_user_config config;
+        struct vhost_user_mem_table mem;        /* Postcopy. */
+        struct vhost_user_mem_reg mem_reg;      /* Postcopy. */
     } payload;
+    int fd;                     /* Sent with the reply and then closed by
+                                 * the sender, or -1. */
 };
 
 /* What the connection should do after a message. */

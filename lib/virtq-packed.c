@@ -46,6 +46,7 @@
 #include "virtq-poslog.h"
 #include "virtq-segs.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
 
 /* Descriptors handled together when they are all simple: one cache line
  * of the ring (64 / 16). */
@@ -137,30 +138,32 @@ virtq_packed_id_put__(struct virtq *vq, uint16_t id)
  * 'room' entries; otherwise returns virtq_chain_cut('cap') having read
  * none (its entry count is known before: §2.8.19, the table's
  * descriptors are used in order, and none may itself be indirect).
- * Adds the entries it reads to '*spentp'. */
-static int
-virtq_packed_walk_indirect__(const struct virtq *vq,
-                             const struct guest_mem *mem,
+ * Adds the entries it reads to '*spentp'.  'iommu' is a constant, as for
+ * virtq_packed_walk__(). */
+static inline int
+virtq_packed_walk_indirect__(struct virtq *vq, struct virtq_ctx *ctx,
                              const struct vring_packed_desc *d, bool write,
                              struct virtq_segs *segs, uint64_t *totalp,
-                             uint32_t room, uint32_t cap, uint32_t *spentp)
+                             uint32_t room, uint32_t cap, uint32_t *spentp,
+                             const bool iommu)
 {
     void *copy = NULL;
+    int reason;
     const struct vring_packed_desc *table
-        = virtq_indirect_table(mem, vq->indirect, vq->size, d->addr, d->len,
-                               d->flags, &copy);
+        = virtq_indirect_table_as(vq, ctx, d->addr, d->len, d->flags, &copy,
+                                  &reason, iommu);
     if (!table) {
-        return VHOST_DROP_BAD_INDIRECT;
+        return reason;
     }
 
-    int reason = -1;
+    reason = -1;
     uint32_t n = d->len / sizeof(struct vring_packed_desc);
     if (OVS_UNLIKELY(n > room)) {
         free(copy);
         return virtq_chain_cut(cap);
     }
     *spentp += n;
-    for (uint32_t i = 0; i < n && reason < 0; i++) {
+    for (uint32_t i = 0; i < n && reason == -1; i++) {
         struct vring_packed_desc e;
 
         memcpy(&e, (const void *) &table[i], sizeof e);
@@ -172,7 +175,8 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
              * buffer is only read, so the flag does no harm there. */
             reason = VHOST_DROP_BAD_DIRECTION;
         } else {
-            reason = virtq_segs_add(mem, e.addr, e.len, segs);
+            reason = virtq_segs_add_as(vq, ctx, e.addr, e.len, write, segs,
+                                       iommu);
             *totalp += e.len;
         }
     }
@@ -186,7 +190,9 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
  * Takes the descriptors it reads from the burst's budget '*budgetp'
  * (virtq-segs.h).
  * Returns -1 on success, -2 if the chain is not wholly available yet,
- * VIRTQ_WALK_BUDGET if the budget ran out (the chain then stays available,
+ * VIRTQ_WALK_BUDGET if the budget ran out or VIRTQ_WALK_MISS if an address
+ * has no IOTLB entry yet ('iommu', a constant: virtq-iommu.h) (the chain
+ * then stays available,
  * and has taken no id), or the vhost_drop_reason (with 'c->count' and
  * 'c->id' still set, so that it can be returned as used).
  *
@@ -202,10 +208,10 @@ virtq_packed_walk_indirect__(const struct virtq *vq,
  * alone (VHOST_DROP_ID_IN_FLIGHT) and takes nothing: so a chain took its
  * id exactly if its id is in range and that is not its drop reason. */
 static inline int
-virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
+virtq_packed_walk__(struct virtq *vq, struct virtq_ctx *ctx,
                     uint16_t pos, bool wrap, bool write,
                     struct virtq_segs *segs, struct virtq_chain *c,
-                    uint32_t *budgetp)
+                    uint32_t *budgetp, const bool iommu)
 {
     const struct vring_packed_desc *ring = vq->desc;
     const uint32_t cap = virtq_chain_cap(*budgetp);
@@ -240,18 +246,23 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
 
         if (reason < 0) {
             if (d.flags & VRING_DESC_F_INDIRECT) {
-                reason = virtq_packed_walk_indirect__(vq, mem, &d, write,
+                reason = virtq_packed_walk_indirect__(vq, ctx, &d, write,
                                                       segs, &total,
                                                       cap - spent, cap,
-                                                      &spent);
-                if (reason == VIRTQ_WALK_BUDGET) {
+                                                      &spent, iommu);
+                if (virtq_walk_stopped(reason)) {
                     *budgetp -= spent;
                     return reason;
                 }
             } else if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
                 reason = VHOST_DROP_BAD_DIRECTION;
             } else {
-                reason = virtq_segs_add(mem, d.addr, d.len, segs);
+                reason = virtq_segs_add_as(vq, ctx, d.addr, d.len, write,
+                                           segs, iommu);
+                if (reason == VIRTQ_WALK_MISS) {
+                    *budgetp -= spent;
+                    return reason;
+                }
                 total += d.len;
             }
         }
@@ -278,7 +289,7 @@ virtq_packed_walk__(struct virtq *vq, const struct guest_mem *mem,
     } else {
         virtq_packed_id_take__(vq, c->id);
     }
-    if (reason < 0 && total > UINT32_MAX) {
+    if (reason == -1 && total > UINT32_MAX) {
         reason = VHOST_DROP_TOO_BIG;
     }
     c->n_segs = segs->n - c->first_seg;
@@ -738,7 +749,8 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct vhost_pkt *pkts, unsigned int n,
                        const struct vhost_pkt_alloc *alloc,
                        const uint32_t hdr_len, const bool event_idx,
-                       const bool in_order, const bool host_ol)
+                       const bool in_order, const bool host_ol,
+                       const bool iommu)
 {
     struct virtq_packed_shadow sh;
     struct virtq_segs segs;
@@ -757,11 +769,13 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_packed_shadow_init__(&sh);
     virtq_packed_ids_begin__(vq);
     while (out < n && chains < VHOST_MAX_BURST) {
-        if (out + 2 * VIRTQ_PACKED_BATCH <= n
+        /* With an IOMMU, addresses are IOVAs: no batches, which translate
+         * inline, and no prefetches. */
+        if (!iommu && out + 2 * VIRTQ_PACKED_BATCH <= n
             && chains + 2 * VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST) {
             virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false, 1);
         }
-        if (out + VIRTQ_PACKED_BATCH <= n
+        if (!iommu && out + VIRTQ_PACKED_BATCH <= n
             && chains + VIRTQ_PACKED_BATCH <= VHOST_MAX_BURST
             && left >= VIRTQ_PACKED_BATCH
             && virtq_packed_dequeue_batch__(vq, ctx, pkts + out, alloc, &sh,
@@ -778,15 +792,15 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
 
         struct virtq_chain c;
         segs.n = 0;
-        int reason = virtq_packed_walk__(vq, ctx->mem, vq->last_avail_idx,
+        int reason = virtq_packed_walk__(vq, ctx, vq->last_avail_idx,
                                          vq->avail_wrap_counter, false,
-                                         &segs, &c, &left);
+                                         &segs, &c, &left, iommu);
         if (reason == -2) {
             break;              /* Nothing more available. */
         }
-        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+        if (OVS_UNLIKELY(virtq_walk_stopped(reason))) {
             /* The chain stays available for the next burst. */
-            vhost_cold_budget_stop(vq, budget);
+            vhost_cold_walk_stop(vq, reason, budget);
             break;
         }
         if (OVS_LIKELY(reason < 0)
@@ -820,7 +834,7 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_flush_used__(vq, ctx, &sh);
     }
     virtq_packed_notify__(vq, ctx, old_idx, old_wrap, event_idx);
-    if (out) {
+    if (out && !iommu) {
         virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, false, 0);
     }
     return out;
@@ -838,16 +852,16 @@ virtq_packed_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
  * The walks take their descriptors from the burst's budget '*budgetp'.
  * Returns -1 on success, VHOST_DROP_NO_BUFS if the ring ran out,
  * VHOST_DROP_TOO_BIG if the chains from the head on cannot hold the
- * packet (the bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET if the
- * budget ran out: see virtq_split_enqueue_stop__() for why the burst then
- * stops. */
+ * packet (the bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET or
+ * VIRTQ_WALK_MISS if a walk stopped ('iommu' is a constant): see
+ * virtq_split_enqueue_stop__() for why the burst then stops. */
 static OVS_ALWAYS_INLINE int
 virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                        struct virtq_packed_shadow *sh, uint32_t need,
                        const bool mrg, const bool in_order,
                        struct virtq_segs *segs, struct virtq_chain *chains,
                        unsigned int *n_chainsp, unsigned int *drop_budgetp,
-                       uint32_t *budgetp, uint64_t *havep)
+                       uint32_t *budgetp, uint64_t *havep, const bool iommu)
 {
     /* By shadow entry from 'sh_start': -1 for a good chain, else why it
      * was dropped. */
@@ -861,7 +875,7 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     bool wrap = vq->avail_wrap_counter;
     unsigned int n_chains = 0;
     uint64_t have = 0;
-    bool out_of_budget = false;
+    int stopped = 0;            /* Why the walks stopped, if they did. */
 
     segs->n = 0;
     while (have < need) {
@@ -873,14 +887,14 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
 
         struct virtq_chain *c = &chains[n_chains];
         unsigned int first = segs->n;
-        int reason = virtq_packed_walk__(vq, ctx->mem, pos, wrap, true,
-                                         segs, c, budgetp);
+        int reason = virtq_packed_walk__(vq, ctx, pos, wrap, true, segs, c,
+                                         budgetp, iommu);
         if (reason == -2) {
             break;
         }
-        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+        if (OVS_UNLIKELY(virtq_walk_stopped(reason))) {
             segs->n = first;
-            out_of_budget = true;
+            stopped = reason;
             break;
         }
         virtq_packed_advance__(&pos, &wrap, c->count, vq->size);
@@ -946,8 +960,8 @@ virtq_packed_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     vq->last_avail_idx = keep_pos;
     vq->avail_wrap_counter = keep_wrap;
     *havep = have;
-    if (out_of_budget) {
-        return VIRTQ_WALK_BUDGET;
+    if (stopped) {
+        return stopped;
     }
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
@@ -1056,7 +1070,8 @@ static OVS_ALWAYS_INLINE unsigned int
 virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                        const struct vhost_pkt *pkts, unsigned int n,
                        const uint32_t hdr_len, const bool mrg,
-                       const bool event_idx, const bool in_order)
+                       const bool event_idx, const bool in_order,
+                       const bool iommu)
 {
     struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_packed_shadow sh;
@@ -1081,10 +1096,11 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         const struct vhost_pkt *p = &pkts[done];
         unsigned int n_chains;
 
-        if (done + 2 * VIRTQ_PACKED_BATCH <= n) {
+        /* As in dequeue: no batches or prefetches with an IOMMU. */
+        if (!iommu && done + 2 * VIRTQ_PACKED_BATCH <= n) {
             virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 1);
         }
-        if (done + VIRTQ_PACKED_BATCH <= n
+        if (!iommu && done + VIRTQ_PACKED_BATCH <= n
             && sh.n + VIRTQ_PACKED_BATCH <= VIRTQ_PACKED_SHADOW_SIZE
             && left >= VIRTQ_PACKED_BATCH
             && virtq_packed_enqueue_batch__(vq, ctx, p, &sh, hdr_len,
@@ -1100,14 +1116,14 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         int reason = virtq_packed_reserve__(vq, ctx, &sh, hdr_len + p->len,
                                             mrg, in_order, &segs, chains,
                                             &n_chains, &drop_budget, &left,
-                                            &have);
+                                            &have, iommu);
         if (OVS_UNLIKELY(reason != -1)) {
             /* Buffers too small stop the burst: see
              * virtq_split_enqueue_stop__(). */
             if (reason == VHOST_DROP_TOO_BIG) {
                 vhost_cold_small_buf_stop(vq, hdr_len + p->len, have);
-            } else if (reason == VIRTQ_WALK_BUDGET) {
-                vhost_cold_budget_stop(vq, budget);
+            } else if (virtq_walk_stopped(reason)) {
+                vhost_cold_walk_stop(vq, reason, budget);
             }
             break;
         }
@@ -1136,7 +1152,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_hdr_mode_end(vq, hdr_cmp, hdr_put, hdr_stored);
     virtq_packed_flush_used__(vq, ctx, &sh);
     virtq_packed_notify__(vq, ctx, old_idx, old_wrap, event_idx);
-    if (done) {
+    if (done && !iommu) {
         virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 0);
     }
     return done;
@@ -1155,7 +1171,15 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_packed_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,     \
-                                      EVENT_IDX, IN_ORDER, HOST_OL);        \
+                                      EVENT_IDX, IN_ORDER, HOST_OL, false); \
+    }                                                                       \
+    static unsigned int                                                     \
+    NAME##_iommu(struct virtq *vq, struct virtq_ctx *ctx,                   \
+                 struct vhost_pkt *pkts, unsigned int n,                    \
+                 const struct vhost_pkt_alloc *alloc)                       \
+    {                                                                       \
+        return virtq_packed_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,     \
+                                      EVENT_IDX, IN_ORDER, HOST_OL, true);  \
     }
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12, 12, false, false, false)
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx, 12, true, false, false)
@@ -1173,14 +1197,18 @@ VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr12_evidx_inorder_ol, 12, true,
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10, 10, false, false, true)
 VIRTQ_PACKED_DEQUEUE(virtq_packed_dequeue_hdr10_evidx, 10, true, false, true)
 
-/* By [host_ol][in_order][event_idx]. */
-static virtq_dequeue_fn *const virtq_packed_dequeue_hdr12_fns[2][2][2] = {
-    { { virtq_packed_dequeue_hdr12, virtq_packed_dequeue_hdr12_evidx },
-      { virtq_packed_dequeue_hdr12_inorder,
-        virtq_packed_dequeue_hdr12_evidx_inorder } },
-    { { virtq_packed_dequeue_hdr12_ol, virtq_packed_dequeue_hdr12_evidx_ol },
-      { virtq_packed_dequeue_hdr12_inorder_ol,
-        virtq_packed_dequeue_hdr12_evidx_inorder_ol } },
+/* By [iommu][host_ol][in_order][event_idx]. */
+#define VIRTQ_PACKED_DEQUEUE_FNS(S)                                         \
+    { { { virtq_packed_dequeue_hdr12##S,                                    \
+          virtq_packed_dequeue_hdr12_evidx##S },                            \
+        { virtq_packed_dequeue_hdr12_inorder##S,                            \
+          virtq_packed_dequeue_hdr12_evidx_inorder##S } },                  \
+      { { virtq_packed_dequeue_hdr12_ol##S,                                 \
+          virtq_packed_dequeue_hdr12_evidx_ol##S },                         \
+        { virtq_packed_dequeue_hdr12_inorder_ol##S,                         \
+          virtq_packed_dequeue_hdr12_evidx_inorder_ol##S } } }
+static virtq_dequeue_fn *const virtq_packed_dequeue_hdr12_fns[2][2][2][2] = {
+    VIRTQ_PACKED_DEQUEUE_FNS(), VIRTQ_PACKED_DEQUEUE_FNS(_iommu),
 };
 
 #define VIRTQ_PACKED_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)       \
@@ -1189,7 +1217,14 @@ static virtq_dequeue_fn *const virtq_packed_dequeue_hdr12_fns[2][2][2] = {
          const struct vhost_pkt *pkts, unsigned int n)                      \
     {                                                                       \
         return virtq_packed_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,       \
-                                      EVENT_IDX, IN_ORDER);                 \
+                                      EVENT_IDX, IN_ORDER, false);          \
+    }                                                                       \
+    static unsigned int                                                     \
+    NAME##_iommu(struct virtq *vq, struct virtq_ctx *ctx,                   \
+                 const struct vhost_pkt *pkts, unsigned int n)              \
+    {                                                                       \
+        return virtq_packed_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,       \
+                                      EVENT_IDX, IN_ORDER, true);           \
     }
 VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg, 12, true, false, false)
 VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_mrg_evidx, 12, true, true, false)
@@ -1207,27 +1242,31 @@ VIRTQ_PACKED_ENQUEUE(virtq_packed_enqueue_hdr10_evidx, 10, false, true, false)
  * no real one does, but it costs two more wrappers to stay correct;
  * IN_ORDER needs VERSION_1 (it is a transport feature of VIRTIO 1.1), so
  * the legacy header never has it, and its dequeue always reads the
- * header. */
+ * header.  With 'iommu' each is the copy that translates I/O virtual
+ * addresses (virtq-iommu.h). */
 void
 virtq_packed_select(struct virtq *vq, bool mrg, bool event_idx,
-                    bool in_order, bool host_ol)
+                    bool in_order, bool host_ol, bool iommu)
 {
+#define PICK(FN) (iommu ? FN##_iommu : FN)
     if (vq->hdr_len != 12) {
-        vq->dequeue = event_idx ? virtq_packed_dequeue_hdr10_evidx
-                                : virtq_packed_dequeue_hdr10;
-        vq->enqueue = event_idx ? virtq_packed_enqueue_hdr10_evidx
-                                : virtq_packed_enqueue_hdr10;
+        vq->dequeue = event_idx ? PICK(virtq_packed_dequeue_hdr10_evidx)
+                                : PICK(virtq_packed_dequeue_hdr10);
+        vq->enqueue = event_idx ? PICK(virtq_packed_enqueue_hdr10_evidx)
+                                : PICK(virtq_packed_enqueue_hdr10);
         return;
     }
-    vq->dequeue = virtq_packed_dequeue_hdr12_fns[host_ol][in_order][event_idx];
+    vq->dequeue = virtq_packed_dequeue_hdr12_fns[iommu][host_ol][in_order]
+                                                [event_idx];
     if (mrg && in_order) {
-        vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx_inorder
-                                : virtq_packed_enqueue_mrg_inorder;
+        vq->enqueue = event_idx ? PICK(virtq_packed_enqueue_mrg_evidx_inorder)
+                                : PICK(virtq_packed_enqueue_mrg_inorder);
     } else if (mrg) {
-        vq->enqueue = event_idx ? virtq_packed_enqueue_mrg_evidx
-                                : virtq_packed_enqueue_mrg;
+        vq->enqueue = event_idx ? PICK(virtq_packed_enqueue_mrg_evidx)
+                                : PICK(virtq_packed_enqueue_mrg);
     } else {
-        vq->enqueue = event_idx ? virtq_packed_enqueue_hdr12_evidx
-                                : virtq_packed_enqueue_hdr12;
+        vq->enqueue = event_idx ? PICK(virtq_packed_enqueue_hdr12_evidx)
+                                : PICK(virtq_packed_enqueue_hdr12);
     }
+#undef PICK
 }

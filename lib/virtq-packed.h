@@ -26,6 +26,7 @@
 struct virtq;
 
 void virtq_packed_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
-                         bool in_order, bool host_offloads);
+                         bool in_order, bool host_offloads,
+                         bool iommu);
 
 #endif /* virtq-packed.h */

@@ -24,6 +24,8 @@
 #include "vhost-dirty-log.h"
 #include "virtio-net-hdr.h"
 #include "virtio-ring.h"
+#include "virtq.h"
+#include "virtq-iommu.h"
 
 /* Most segments in the chains of one packet; longer chains are dropped
  * (DPDK's BUF_VECTOR_MAX is the same).  Linux guests use at most 19. */
@@ -83,6 +85,14 @@ virtq_max_pkt_len(const struct vhost_pkt_alloc *alloc)
 /* A walk that ran out of the burst's budget: the chain stays available. */
 #define VIRTQ_WALK_BUDGET (-3)
 
+/* True if a walk's 'reason' ends the burst with the chain still
+ * available: VIRTQ_WALK_BUDGET, or VIRTQ_WALK_MISS (virtq-iommu.h). */
+static inline bool
+virtq_walk_stopped(int reason)
+{
+    return reason <= VIRTQ_WALK_BUDGET;
+}
+
 static inline uint32_t
 virtq_budget(unsigned int n)
 {
@@ -140,23 +150,31 @@ struct virtq_chain {
                                  * shadow, reserved in ring order. */
 };
 
-/* Checks an indirect descriptor ('addr', 'len', 'flags') of a queue of
- * 'queue_size' entries and returns its table: a pointer into guest memory
+/* virtq_indirect_ok() checks an indirect descriptor ('addr', 'len',
+ * 'flags') of a queue of 'queue_size' entries; virtq_indirect_table()
+ * checks it and returns its table: a pointer into guest memory
  * or, for a table that crosses regions, a copy stored in '*copyp' that the
  * caller frees.  Returns NULL if indirect descriptors were not negotiated
  * ('allowed' false) or the descriptor breaks a rule: VIRTIO 1.2 §2.7.5.3.1
  * and §2.8.19, no NEXT with INDIRECT, a length that is a nonzero multiple
  * of 16 (both layouts' descriptors are 16 bytes), at most one entry per
  * ring entry, and inside guest memory. */
+static inline bool
+virtq_indirect_ok(bool allowed, uint16_t queue_size, uint64_t addr,
+                  uint32_t len, uint16_t flags)
+{
+    /* Guest-controlled: 'len', bounded here before it sizes anything. */
+    return allowed && !(flags & VRING_DESC_F_NEXT)
+           && len && !(len % 16) && len / 16 <= queue_size
+           && range_fits(addr, len);
+}
+
 static inline const void *
 virtq_indirect_table(const struct guest_mem *mem, bool allowed,
                      uint16_t queue_size, uint64_t addr, uint32_t len,
                      uint16_t flags, void **copyp)
 {
-    /* Guest-controlled: 'len', bounded here before it sizes anything. */
-    if (!allowed || (flags & VRING_DESC_F_NEXT)
-        || !len || len % 16 || len / 16 > queue_size
-        || !range_fits(addr, len)) {
+    if (!virtq_indirect_ok(allowed, queue_size, addr, len, flags)) {
         return NULL;
     }
 
@@ -244,6 +262,38 @@ virtq_segs_add(const struct guest_mem *mem, uint64_t addr, uint32_t len,
                                           : VHOST_DROP_BAD_ADDR;
     }
     return -1;
+}
+
+/* The walkers' two translations, for the address space the queue's
+ * burst functions were specialised for: guest physical addresses through
+ * the memory table, or with 'iommu' (a constant) I/O virtual addresses
+ * through the IOTLB first (virtq-iommu.h).  Return as virtq_segs_add()
+ * and virtq_indirect_table() do, and VIRTQ_WALK_MISS for a translation
+ * the IOTLB does not have yet. */
+static inline int
+virtq_segs_add_as(struct virtq *vq, struct virtq_ctx *ctx, uint64_t addr,
+                  uint32_t len, bool write, struct virtq_segs *segs,
+                  const bool iommu)
+{
+    return iommu ? virtq_iommu_segs_add(vq, ctx, addr, len, write, segs)
+                 : virtq_segs_add(ctx->mem, addr, len, segs);
+}
+
+/* ...and returns NULL with the reason in '*reasonp'. */
+static inline const void *
+virtq_indirect_table_as(struct virtq *vq, struct virtq_ctx *ctx,
+                        uint64_t addr, uint32_t len, uint16_t flags,
+                        void **copyp, int *reasonp, const bool iommu)
+{
+    *reasonp = VHOST_DROP_BAD_INDIRECT;
+    if (!iommu) {
+        return virtq_indirect_table(ctx->mem, vq->indirect, vq->size, addr,
+                                    len, flags, copyp);
+    }
+    if (!virtq_indirect_ok(vq->indirect, vq->size, addr, len, flags)) {
+        return NULL;
+    }
+    return virtq_iommu_indirect_table(vq, ctx, addr, len, copyp, reasonp);
 }
 
 /* Enqueue: stores at 'dst' in a guest RX buffer the 'hdr_len'-byte

@@ -26,6 +26,7 @@
 #include "virtio-net-hdr.h"
 #include "virtio-ring.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
 
 /* Shadow used ring: entries collected during a burst and written back to
  * the guest's used ring at its end, with one update of used->idx. */
@@ -119,13 +120,14 @@ virtq_split_read_desc__(const struct vring_desc *table, uint32_t i)
  * TX chains, whose buffers must all be device-readable.  Takes the
  * descriptors it reads from the burst's budget '*budgetp' (virtq-segs.h).
  *
- * Returns -1 on success, VIRTQ_WALK_BUDGET if the budget ran out (the
- * chain is then left for the next burst), otherwise the
- * vhost_drop_reason. */
+ * Returns -1 on success, VIRTQ_WALK_BUDGET if the budget ran out or
+ * VIRTQ_WALK_MISS if an address has no IOTLB entry yet ('iommu', a
+ * constant: virtq-iommu.h) (the chain is then left for the next burst),
+ * otherwise the vhost_drop_reason. */
 static inline int
-virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
+virtq_split_walk__(struct virtq *vq, struct virtq_ctx *ctx,
                    uint16_t head, bool write, struct virtq_segs *segs,
-                   uint32_t *lenp, uint32_t *budgetp)
+                   uint32_t *lenp, uint32_t *budgetp, const bool iommu)
 {
     const struct vring_desc *table = vq->desc;
     uint32_t table_n = vq->size;
@@ -164,13 +166,13 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
                 break;
             }
             in_table = true;
-            table = virtq_indirect_table(mem, vq->indirect, vq->size,
-                                         d.addr, d.len, d.flags, &copy);
+            table = virtq_indirect_table_as(vq, ctx, d.addr, d.len, d.flags,
+                                            &copy, &reason, iommu);
             table_n = d.len / sizeof(struct vring_desc);
             if (!table) {
-                reason = VHOST_DROP_BAD_INDIRECT;
                 break;
             }
+            reason = -1;
             spent = visited;
             limit = MIN(table_n, cap - spent);
             i = 0;
@@ -182,8 +184,9 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
             reason = VHOST_DROP_BAD_DIRECTION;
             break;
         }
-        reason = virtq_segs_add(mem, d.addr, d.len, segs);
-        if (OVS_UNLIKELY(reason >= 0)) {
+        reason = virtq_segs_add_as(vq, ctx, d.addr, d.len, write, segs,
+                                   iommu);
+        if (OVS_UNLIKELY(reason != -1)) {
             break;
         }
         total += d.len;
@@ -197,7 +200,7 @@ virtq_split_walk__(struct virtq *vq, const struct guest_mem *mem,
     if (OVS_UNLIKELY(copy)) {
         free(copy);
     }
-    if (reason < 0 && total > UINT32_MAX) {
+    if (reason == -1 && total > UINT32_MAX) {
         reason = VHOST_DROP_TOO_BIG;
     }
     *budgetp -= spent + visited;
@@ -447,7 +450,8 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct vhost_pkt *pkts, unsigned int n,
                       const struct vhost_pkt_alloc *alloc,
                       const uint32_t hdr_len, const bool event_idx,
-                      const bool in_order, const bool host_ol)
+                      const bool in_order, const bool host_ol,
+                      const bool iommu)
 {
     struct virtq_shadow sh;
     struct virtq_segs segs;
@@ -467,21 +471,27 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
     count = MIN(count, n);
     sh.n = 0;
     sh.last_id = 0;
-    /* The first chain's buffer is read at once: no use prefetching it. */
-    virtq_split_prefetch_start__(vq, ctx->mem, count, 1, false);
+    /* The first chain's buffer is read at once: no use prefetching it.
+     * With an IOMMU the buffer addresses are IOVAs: no prefetch. */
+    if (!iommu) {
+        virtq_split_prefetch_start__(vq, ctx->mem, count, 1, false);
+    }
     for (i = 0; i < count; i++) {
         uint16_t head = virtq_split_avail_entry__(vq, vq->last_avail_idx + i);
         uint32_t len;
 
-        virtq_split_prefetch_stage__(vq, ctx->mem, vq->last_avail_idx + i,
-                                     count - i, false);
+        if (!iommu) {
+            virtq_split_prefetch_stage__(vq, ctx->mem,
+                                         vq->last_avail_idx + i, count - i,
+                                         false);
+        }
 
         segs.n = 0;
-        int reason = virtq_split_walk__(vq, ctx->mem, head, false, &segs,
-                                        &len, &left);
-        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+        int reason = virtq_split_walk__(vq, ctx, head, false, &segs, &len,
+                                        &left, iommu);
+        if (OVS_UNLIKELY(virtq_walk_stopped(reason))) {
             /* The chain stays available for the next burst. */
-            vhost_cold_budget_stop(vq, budget);
+            vhost_cold_walk_stop(vq, reason, budget);
             break;
         }
         if (OVS_LIKELY(reason < 0)
@@ -582,8 +592,9 @@ virtq_split_dequeue__(struct virtq *vq, struct virtq_ctx *ctx,
  * reserved is consumed, except bad chains and, in order, what came before
  * them), VHOST_DROP_TOO_BIG if the chains from the head on cannot hold the
  * packet (one chain without 'mrg', VIRTQ_MAX_CHAINS_PER_PKT with it; the
- * bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET if the budget ran
- * out; the last three consume what VHOST_DROP_NO_BUFS does. */
+ * bytes they hold in '*havep'), or VIRTQ_WALK_BUDGET or VIRTQ_WALK_MISS
+ * if a walk stopped ('iommu' is a constant, as in virtq_split_walk__());
+ * the last three consume what VHOST_DROP_NO_BUFS does. */
 static OVS_ALWAYS_INLINE int
 virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_shadow *sh, uint16_t avail_left,
@@ -591,7 +602,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                       struct virtq_segs *segs, struct virtq_chain *chains,
                       unsigned int *n_chainsp, uint16_t *consumedp,
                       unsigned int *drop_budgetp, uint32_t *budgetp,
-                      uint64_t *havep)
+                      uint64_t *havep, const bool iommu)
 {
     /* By shadow entry from 'sh_start': -1 for a good chain, else why it
      * was dropped. */
@@ -602,7 +613,7 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     unsigned int n_chains = 0;
     uint16_t used = 0;
     uint64_t have = 0;
-    bool out_of_budget = false;
+    int stopped = 0;            /* Why the walks stopped, if they did. */
 
     segs->n = 0;
     while (have < need) {
@@ -623,11 +634,11 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
                                                   vq->last_avail_idx + used);
         unsigned int first = segs->n;
         uint32_t len;
-        int reason = virtq_split_walk__(vq, ctx->mem, head, true, segs,
-                                        &len, budgetp);
-        if (OVS_UNLIKELY(reason == VIRTQ_WALK_BUDGET)) {
+        int reason = virtq_split_walk__(vq, ctx, head, true, segs, &len,
+                                        budgetp, iommu);
+        if (OVS_UNLIKELY(virtq_walk_stopped(reason))) {
             segs->n = first;
-            out_of_budget = true;
+            stopped = reason;
             break;
         }
         used++;
@@ -683,8 +694,8 @@ virtq_split_reserve__(struct virtq *vq, struct virtq_ctx *ctx,
     sh->n = sh_start + keep;
     *consumedp = keep;
     *havep = have;
-    if (out_of_budget) {
-        return VIRTQ_WALK_BUDGET;
+    if (stopped) {
+        return stopped;
     }
     if (!mrg && n_chains) {
         return VHOST_DROP_TOO_BIG;
@@ -715,8 +726,8 @@ virtq_split_enqueue_stop__(struct virtq *vq, int reason, uint32_t need,
 {
     if (reason == VHOST_DROP_TOO_BIG) {
         vhost_cold_small_buf_stop(vq, need, have);
-    } else if (reason == VIRTQ_WALK_BUDGET) {
-        vhost_cold_budget_stop(vq, budget);
+    } else if (virtq_walk_stopped(reason)) {
+        vhost_cold_walk_stop(vq, reason, budget);
     }
 }
 
@@ -724,7 +735,8 @@ static OVS_ALWAYS_INLINE unsigned int
 virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
                       const struct vhost_pkt *pkts, unsigned int n,
                       const uint32_t hdr_len, const bool mrg,
-                      const bool event_idx, const bool in_order)
+                      const bool event_idx, const bool in_order,
+                      const bool iommu)
 {
     struct virtq_chain chains[VIRTQ_MAX_CHAINS_PER_PKT];
     struct virtq_shadow sh;
@@ -747,7 +759,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     /* Only for gcc's -Wmaybe-uninitialized, once the specialised copies
      * are inlined: the reserve step sets every chain it counts. */
     chains[0].id = 0;
-    virtq_split_prefetch_start__(vq, ctx->mem, avail_left, 0, true);
+    if (!iommu) {
+        virtq_split_prefetch_start__(vq, ctx->mem, avail_left, 0, true);
+    }
 
     while (done < n && avail_left) {
         const struct vhost_pkt *p = &pkts[done];
@@ -759,7 +773,8 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         int reason = virtq_split_reserve__(vq, ctx, &sh, avail_left, need,
                                            mrg, in_order, &segs, chains,
                                            &n_chains, &consumed,
-                                           &drop_budget, &left, &have);
+                                           &drop_budget, &left, &have,
+                                           iommu);
         vq->last_avail_idx += consumed;
         avail_left -= consumed;
         if (OVS_UNLIKELY(reason != -1)) {
@@ -770,8 +785,11 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         /* The pipeline of prefetches, one stage on from the packet's last
          * chain: the header store (or compare) would otherwise wait for the
          * first buffer's line. */
-        virtq_split_prefetch_stage__(vq, ctx->mem, vq->last_avail_idx - 1,
-                                     avail_left + 1, true);
+        if (!iommu) {
+            virtq_split_prefetch_stage__(vq, ctx->mem,
+                                         vq->last_avail_idx - 1,
+                                         avail_left + 1, true);
+        }
 
         /* Header, then packet, into the reserved segments. */
         hdr_stored += virtq_segs_fill(&segs, chains, n_chains, hdr_len, p,
@@ -807,7 +825,15 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
          unsigned int n, const struct vhost_pkt_alloc *alloc)               \
     {                                                                       \
         return virtq_split_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,      \
-                                     EVENT_IDX, IN_ORDER, HOST_OL);         \
+                                     EVENT_IDX, IN_ORDER, HOST_OL, false);  \
+    }                                                                       \
+    static unsigned int                                                     \
+    NAME##_iommu(struct virtq *vq, struct virtq_ctx *ctx,                   \
+                 struct vhost_pkt *pkts, unsigned int n,                    \
+                 const struct vhost_pkt_alloc *alloc)                       \
+    {                                                                       \
+        return virtq_split_dequeue__(vq, ctx, pkts, n, alloc, HDR_LEN,      \
+                                     EVENT_IDX, IN_ORDER, HOST_OL, true);   \
     }
 VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12, 12, false, false, false)
 VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx, 12, true, false, false)
@@ -823,14 +849,18 @@ VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr12_evidx_inorder_ol, 12, true,
 VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10, 10, false, false, true)
 VIRTQ_SPLIT_DEQUEUE(virtq_split_dequeue_hdr10_evidx, 10, true, false, true)
 
-/* By [host_ol][in_order][event_idx]. */
-static virtq_dequeue_fn *const virtq_split_dequeue_hdr12_fns[2][2][2] = {
-    { { virtq_split_dequeue_hdr12, virtq_split_dequeue_hdr12_evidx },
-      { virtq_split_dequeue_hdr12_inorder,
-        virtq_split_dequeue_hdr12_evidx_inorder } },
-    { { virtq_split_dequeue_hdr12_ol, virtq_split_dequeue_hdr12_evidx_ol },
-      { virtq_split_dequeue_hdr12_inorder_ol,
-        virtq_split_dequeue_hdr12_evidx_inorder_ol } },
+/* By [iommu][host_ol][in_order][event_idx]. */
+#define VIRTQ_SPLIT_DEQUEUE_FNS(S)                                          \
+    { { { virtq_split_dequeue_hdr12##S,                                     \
+          virtq_split_dequeue_hdr12_evidx##S },                             \
+        { virtq_split_dequeue_hdr12_inorder##S,                             \
+          virtq_split_dequeue_hdr12_evidx_inorder##S } },                   \
+      { { virtq_split_dequeue_hdr12_ol##S,                                  \
+          virtq_split_dequeue_hdr12_evidx_ol##S },                          \
+        { virtq_split_dequeue_hdr12_inorder_ol##S,                          \
+          virtq_split_dequeue_hdr12_evidx_inorder_ol##S } } }
+static virtq_dequeue_fn *const virtq_split_dequeue_hdr12_fns[2][2][2][2] = {
+    VIRTQ_SPLIT_DEQUEUE_FNS(), VIRTQ_SPLIT_DEQUEUE_FNS(_iommu),
 };
 
 #define VIRTQ_SPLIT_ENQUEUE(NAME, HDR_LEN, MRG, EVENT_IDX, IN_ORDER)        \
@@ -839,7 +869,14 @@ static virtq_dequeue_fn *const virtq_split_dequeue_hdr12_fns[2][2][2] = {
          const struct vhost_pkt *pkts, unsigned int n)                      \
     {                                                                       \
         return virtq_split_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,        \
-                                     EVENT_IDX, IN_ORDER);                  \
+                                     EVENT_IDX, IN_ORDER, false);           \
+    }                                                                       \
+    static unsigned int                                                     \
+    NAME##_iommu(struct virtq *vq, struct virtq_ctx *ctx,                   \
+                 const struct vhost_pkt *pkts, unsigned int n)              \
+    {                                                                       \
+        return virtq_split_enqueue__(vq, ctx, pkts, n, HDR_LEN, MRG,        \
+                                     EVENT_IDX, IN_ORDER, true);            \
     }
 VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg, 12, true, false, false)
 VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_mrg_evidx, 12, true, true, false)
@@ -855,28 +892,32 @@ VIRTQ_SPLIT_ENQUEUE(virtq_split_enqueue_hdr10_evidx, 10, false, true, false)
  * and the negotiated options.  IN_ORDER (bit 35) is beyond what a legacy
  * driver can negotiate, so the 10-byte header goes without it: the
  * per-chain write-back is in order too.  Its dequeue always reads the
- * header, to keep the legacy copies few. */
+ * header, to keep the legacy copies few.  With 'iommu' each is the copy
+ * that translates I/O virtual addresses (virtq-iommu.h). */
 void
 virtq_split_select(struct virtq *vq, bool mrg, bool event_idx, bool in_order,
-                   bool host_ol)
+                   bool host_ol, bool iommu)
 {
+#define PICK(FN) (iommu ? FN##_iommu : FN)
     if (vq->hdr_len == VIRTIO_NET_HDR_LEN) {
-        vq->dequeue
-            = virtq_split_dequeue_hdr12_fns[host_ol][in_order][event_idx];
+        vq->dequeue = virtq_split_dequeue_hdr12_fns[iommu][host_ol]
+                                                   [in_order][event_idx];
         if (mrg && in_order) {
-            vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx_inorder
-                                    : virtq_split_enqueue_mrg_inorder;
+            vq->enqueue = event_idx
+                          ? PICK(virtq_split_enqueue_mrg_evidx_inorder)
+                          : PICK(virtq_split_enqueue_mrg_inorder);
         } else if (mrg) {
-            vq->enqueue = event_idx ? virtq_split_enqueue_mrg_evidx
-                                    : virtq_split_enqueue_mrg;
+            vq->enqueue = event_idx ? PICK(virtq_split_enqueue_mrg_evidx)
+                                    : PICK(virtq_split_enqueue_mrg);
         } else {
-            vq->enqueue = event_idx ? virtq_split_enqueue_hdr12_evidx
-                                    : virtq_split_enqueue_hdr12;
+            vq->enqueue = event_idx ? PICK(virtq_split_enqueue_hdr12_evidx)
+                                    : PICK(virtq_split_enqueue_hdr12);
         }
     } else {
-        vq->dequeue = event_idx ? virtq_split_dequeue_hdr10_evidx
-                                : virtq_split_dequeue_hdr10;
-        vq->enqueue = event_idx ? virtq_split_enqueue_hdr10_evidx
-                                : virtq_split_enqueue_hdr10;
+        vq->dequeue = event_idx ? PICK(virtq_split_dequeue_hdr10_evidx)
+                                : PICK(virtq_split_dequeue_hdr10);
+        vq->enqueue = event_idx ? PICK(virtq_split_enqueue_hdr10_evidx)
+                                : PICK(virtq_split_enqueue_hdr10);
     }
+#undef PICK
 }

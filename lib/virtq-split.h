@@ -38,6 +38,7 @@ struct guest_mem;
 struct virtq;
 
 void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
-                        bool in_order, bool host_offloads);
+                        bool in_order, bool host_offloads,
+                        bool iommu);
 
 #endif /* virtq-split.h */

@@ -11,9 +11,11 @@
 #include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
+#include "vhost-iotlb.h"
 #include "vhost-log.h"
 #include "virtio.h"
 #include "virtio-net-hdr.h"
+#include "virtq-iommu.h"
 #include "virtq-packed.h"
 #include "virtq-split.h"
 
@@ -27,7 +29,7 @@ virtq_init(struct virtq *vq, unsigned int index)
     vq->kick_fd = vq->call_fd = vq->err_fd = -1;
     vq->rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(60, 20);
     vq->hdr_cmp = true;
-    virtq_configure(vq, 0, NULL);
+    virtq_configure(vq, 0, NULL, NULL);
 }
 
 /* Makes 'vq''s packed-ring id table hold at least 'vq->size' entries, all
@@ -55,26 +57,36 @@ virtq_size_ids__(struct virtq *vq)
  * the parts of a split ring are bigger than a packed ring's event areas,
  * and addresses checked for one layout say nothing of the other.  A ring
  * that no longer translates cannot run until SET_VRING_ADDR or
- * SET_MEM_TABLE make it fit.  The caller holds the access lock (or 'vq' is
- * not visible to the data path yet). */
+ * SET_MEM_TABLE make it fit.  With VIRTIO_F_IOMMU_PLATFORM
+ * (VIRTIO_F_ACCESS_PLATFORM) every address is an I/O virtual address,
+ * translated through 'iotlb' (the device's), and the burst functions are
+ * the copies that do so; turning it on or off translates the ring again
+ * too.  The caller holds the access lock (or 'vq' is not visible to the
+ * data path yet). */
 void
 virtq_configure(struct virtq *vq, uint64_t features,
-                const struct guest_mem *mem)
+                const struct guest_mem *mem, const struct vhost_iotlb *iotlb)
 {
     bool mrg = features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF);
     bool v1 = features & FEATURE_BIT(VIRTIO_F_VERSION_1);
+    bool iommu = features & FEATURE_BIT(VIRTIO_F_ACCESS_PLATFORM);
 
     bool packed = features & FEATURE_BIT(VIRTIO_F_RING_PACKED);
-    if (packed != vq->packed) {
+    if (packed != vq->packed || (iommu ? iotlb : NULL) != vq->iotlb) {
         /* The layout decides what SET_VRING_BASE meant, and it may have
          * come first: read the base again.  Without one, §2.8.1 has both
          * wrap counters start at 1. */
-        vq->packed = packed;
-        virtq_set_base(vq, vq->base);
-        if (packed && !vq->base) {
-            vq->avail_wrap_counter = vq->used_wrap_counter = true;
+        if (packed != vq->packed) {
+            vq->packed = packed;
+            virtq_set_base(vq, vq->base);
+            if (packed && !vq->base) {
+                vq->avail_wrap_counter = vq->used_wrap_counter = true;
+            }
         }
-        if (!virtq_map(vq, mem) && mem && vq->has_addr && vq->size) {
+        /* Atomic: read without the lock as a hint (vhost-datapath.c). */
+        __atomic_store_n(&vq->iotlb, iommu ? iotlb : NULL, __ATOMIC_RELAXED);
+        if (!virtq_map(vq, mem) && mem && vq->has_addr && vq->size
+            && !vq->ring_miss) {
             vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u does not "
                          "fit guest memory in the %s layout: stopped until "
                          "SET_VRING_ADDR or SET_MEM_TABLE make it fit",
@@ -98,9 +110,11 @@ virtq_configure(struct virtq *vq, uint64_t features,
                                | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO4)
                                | FEATURE_BIT(VIRTIO_NET_F_HOST_TSO6));
     if (vq->packed) {
-        virtq_packed_select(vq, mrg, event_idx, vq->in_order, host_ol);
+        virtq_packed_select(vq, mrg, event_idx, vq->in_order, host_ol,
+                            vq->iotlb != NULL);
     } else {
-        virtq_split_select(vq, mrg, event_idx, vq->in_order, host_ol);
+        virtq_split_select(vq, mrg, event_idx, vq->in_order, host_ol,
+                           vq->iotlb != NULL);
     }
     virtq_size_ids__(vq);
     vq->ready = vq->ready && virtq_can_run(vq);
@@ -128,6 +142,7 @@ virtq_reset(struct virtq *vq)
     close_fd_quietly(vq->call_fd);
     close_fd_quietly(vq->err_fd);
     free(vq->id_gen);
+    virtq_iommu_free_held(vq);
 
     unsigned int index = vq->index;
     const char *name = vq->name;
@@ -166,10 +181,59 @@ virtq_part_sizes__(const struct virtq *vq, uint64_t *desc, uint64_t *avail,
     }
 }
 
+/* With an IOTLB: translates 'vq''s ring parts, I/O virtual addresses then,
+ * and stores them as virtq_map() does.  A part the IOTLB has no entry for
+ * yet is noted in 'ring_miss', for the control plane to ask the frontend
+ * for (virtq-iommu.h).  Split rings log their used ring's writes at its
+ * guest physical address, found here: what QEMU sends as log_guest_addr
+ * is an I/O virtual address too. */
+static bool
+virtq_map_iova__(struct virtq *vq, const struct guest_mem *mem,
+                 uint64_t desc_len, uint64_t avail_len, uint64_t used_len)
+{
+    /* The device reads the descriptors and the driver area, and writes
+     * the device area; a packed ring's descriptors too (VIRTIO 1.2
+     * §2.8.5: used descriptors overwrite available ones). */
+    const struct {
+        uint64_t iova, len;
+        uint8_t perm;
+    } parts[3] = {
+        { vq->desc_uva, desc_len,
+          vq->packed ? VHOST_ACCESS_RW : VHOST_ACCESS_RO },
+        { vq->avail_uva, avail_len, VHOST_ACCESS_RO },
+        { vq->used_uva, used_len, VHOST_ACCESS_WO },
+    };
+    void *hva[3];
+    uint64_t gpa[3];
+
+    for (int i = 0; i < 3; i++) {
+        uint64_t miss;
+
+        hva[i] = virtq_iommu_map_ring(vq->iotlb, mem, parts[i].iova,
+                                      parts[i].len, parts[i].perm, &gpa[i],
+                                      &miss);
+        if (!hva[i]) {
+            if (miss != UINT64_MAX) {
+                vq->ring_miss = true;
+                vq->ring_miss_iova = miss;
+                vq->ring_miss_perm = parts[i].perm;
+            }
+            return false;
+        }
+    }
+    vq->desc = hva[0];
+    vq->avail = hva[1];
+    vq->used = hva[2];
+    vq->desc_gpa = gpa[0];
+    vq->used_gpa = gpa[2];
+    vq->log_gpa = gpa[2];
+    return true;
+}
+
 /* Translates 'vq''s ring addresses through 'mem', each part of the ring
- * wholly inside one region.  On success stores the host addresses and
- * returns true; otherwise clears them and returns false.  The caller holds
- * the access lock. */
+ * wholly inside one region (and with an IOTLB, through it first).  On
+ * success stores the host addresses and returns true; otherwise clears
+ * them and returns false.  The caller holds the access lock. */
 bool
 virtq_map(struct virtq *vq, const struct guest_mem *mem)
 {
@@ -177,11 +241,27 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
 
     virtq_unmap(vq);
     virtq_size_ids__(vq);
+    vq->iotlb_lost = false;
     if (!mem || !vq->has_addr || !vq->size) {
+        vq->ring_miss = vq->ring_miss_asked = false;
         return false;
     }
 
     virtq_part_sizes__(vq, &desc_len, &avail_len, &used_len);
+    if (vq->iotlb) {
+        /* A miss asked for already is not asked for again: the update
+         * that answers it comes, or the frontend cannot answer. */
+        uint64_t asked = vq->ring_miss_asked ? vq->ring_miss_iova : 0;
+        bool was_asked = vq->ring_miss && vq->ring_miss_asked;
+
+        vq->ring_miss = false;
+        bool mapped = virtq_map_iova__(vq, mem, desc_len, avail_len,
+                                       used_len);
+        vq->ring_miss_asked = vq->ring_miss && was_asked
+                              && vq->ring_miss_iova == asked;
+        return mapped;
+    }
+    vq->ring_miss = vq->ring_miss_asked = false;
     void *desc = guest_mem_uva_to_hva_contig(mem, vq->desc_uva, desc_len);
     void *avail = guest_mem_uva_to_hva_contig(mem, vq->avail_uva, avail_len);
     void *used = guest_mem_uva_to_hva_contig(mem, vq->used_uva, used_len);
@@ -288,7 +368,8 @@ virtq_can_run(const struct virtq *vq)
     /* A packed ring's positions index the ring itself: SET_VRING_BASE
      * and SET_VRING_NUM may come in either order, so they are checked
      * against each other here, where both are known. */
-    return vq->enabled && vq->size && vq->desc && vq->has_kick
+    return vq->enabled && vq->size && (vq->desc || vq->iotlb_lost)
+           && vq->has_kick
            && (!vq->packed
                || (virtq_packed_positions_ok(
                        virtq_packed_pos__(vq->last_avail_idx,

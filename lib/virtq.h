@@ -48,7 +48,9 @@
 
 struct guest_mem;
 struct vhost_dirty_log;
+struct vhost_iotlb;
 struct virtq;
+struct virtq_held;
 struct virtq_poslog_slot;
 
 /* What a burst needs besides the queue: the memory table and, while
@@ -57,6 +59,15 @@ struct virtq_poslog_slot;
 struct virtq_ctx {
     const struct guest_mem *mem;
     struct vhost_dirty_log *log;    /* NULL unless logging. */
+
+    /* With VIRTIO_F_IOMMU_PLATFORM (the queue's burst functions are then
+     * its IOMMU copies): the device's IOTLB, and the translation a burst
+     * stopped at for want of an entry, for the caller to ask the frontend
+     * for (virtq-iommu.h).  Unused otherwise. */
+    const struct vhost_iotlb *iotlb;
+    bool miss;
+    uint8_t miss_perm;              /* VHOST_ACCESS_*. */
+    uint64_t miss_iova;
 };
 
 /* The log for writes to the rings' device areas, NULL if they are not
@@ -92,11 +103,20 @@ struct virtq {
                                  * a split ring, the used ring's guest
                                  * physical address (what QEMU sends);
                                  * for a packed ring, QEMU's "used", the
-                                 * device event area.  Split only. */
+                                 * device event area.  Split only.  With
+                                 * an IOMMU QEMU sends an I/O virtual
+                                 * address: virtq_map() then puts the used
+                                 * ring's guest physical address here. */
     uint32_t base;              /* SET_VRING_BASE as received. */
     int kick_fd;                /* -1: none, the ring is polled. */
     int call_fd;                /* -1: none, the guest polls. */
     int err_fd;                 /* -1: none. */
+
+    /* Control plane: with VIRTIO_F_IOMMU_PLATFORM negotiated, the
+     * device's IOTLB, through which every ring and buffer address (an I/O
+     * virtual address then) is translated; NULL without it.  Set with the
+     * features (vhost_dev_set_features()). */
+    const struct vhost_iotlb *iotlb;
 
     /* Control plane: derived by virtq_map() under the lock. */
     void *desc;                 /* Host addresses, NULL until mapped. */
@@ -105,6 +125,21 @@ struct virtq {
     uint64_t desc_gpa;          /* Guest physical addresses of 'desc' and */
     uint64_t used_gpa;          /* 'used', from the memory table: where a
                                  * packed ring's writes are logged. */
+    bool ring_miss;             /* With an IOTLB: virtq_map() found no
+                                 * entry for 'ring_miss_iova' (access
+                                 * 'ring_miss_perm'); the ring waits for
+                                 * it, unmapped. */
+    uint8_t ring_miss_perm;
+    uint64_t ring_miss_iova;
+    bool ring_miss_asked;       /* The engine loop sent that miss. */
+    bool iotlb_lost;            /* Translated once, then lost to an IOTLB
+                                 * invalidation only: the ring stays ready
+                                 * (virtq_can_run()), unmapped, and bursts
+                                 * translate it again (virtq_iommu_remap()):
+                                 * a lazy Linux guest flushes its whole
+                                 * IOVA space every few milliseconds, and
+                                 * that must pause the ring, not take the
+                                 * device down. */
 
     /* Data path, under the lock.  Split: 'last_avail_idx' is the next
      * avail ring entry to process and 'last_used_idx' the next used ring
@@ -154,6 +189,20 @@ struct virtq {
     struct vhost_queue_stats stats;
     struct vhost_ratelimit rl;      /* Guest-caused log messages. */
 
+    /* Data path, with an IOTLB: the last miss sent to the frontend, so
+     * that the bursts waiting for its answer neither walk the ring again
+     * nor send it again (see virtq-iommu.h).  The control plane clears
+     * 'miss_sent' with an IOTLB update that answers it, under the lock. */
+    bool miss_sent;
+    uint8_t miss_sent_perm;
+    uint64_t miss_sent_iova;
+    long long int miss_sent_ms;     /* Monotonic time it was sent. */
+
+    /* Data path, with an IOTLB, on a guest RX vring: packets an enqueue
+     * could not place for want of a translation, held in order until it
+     * comes (virtq-iommu.h), or NULL.  Freed by virtq_reset(). */
+    struct virtq_held *held;
+
     /* Packed ring position log (virtq-poslog.h).  'poslog_slot' is this
      * queue's slot in the port's log, NULL without one, set when the
      * queue is allocated and kept across resets.  'poslog' is the same
@@ -175,7 +224,7 @@ void virtq_set_base(struct virtq *, uint32_t base);
 bool virtq_packed_base_ok(uint32_t base, uint16_t size);
 bool virtq_packed_positions_ok(uint16_t avail, uint16_t used, uint16_t size);
 void virtq_configure(struct virtq *, uint64_t features,
-                     const struct guest_mem *);
+                     const struct guest_mem *, const struct vhost_iotlb *);
 void virtq_set_size(struct virtq *, uint16_t size, const struct guest_mem *);
 uint32_t virtq_get_base(const struct virtq *);
 
@@ -306,6 +355,26 @@ static inline bool
 virtq_trylock(struct virtq *vq)
 {
     return !atomic_exchange_explicit(&vq->locked, true, memory_order_acquire);
+}
+
+/* As virtq_trylock(), but waits up to about 'spins' rounds for a control
+ * plane that holds the lock: for a guest RX burst behind an IOMMU, where
+ * a skipped burst is a dropped packet and IOTLB messages, which hold every
+ * queue's lock for a few microseconds, come with nearly every packet. */
+static inline bool
+virtq_trylock_patient(struct virtq *vq, unsigned int spins)
+{
+    while (!virtq_trylock(vq)) {
+        if (!spins--) {
+            return false;
+        }
+        while (atomic_load_explicit(&vq->locked, memory_order_relaxed)
+               && spins) {
+            cpu_relax();
+            spins--;
+        }
+    }
+    return true;
 }
 
 static inline void

@@ -148,4 +148,17 @@ AC_DEFUN([OVS_VHOST_CHECK_OVS_COMPAT], [
        [ovs_vhost_cv_dp_packet_tunnel_ol=no])])
   AS_IF([test "$ovs_vhost_cv_dp_packet_tunnel_ol" = yes],
     [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_DP_PACKET_TUNNEL_OL"])
+
+  dnl OVS 3.4's --mlockall asks for MCL_ONFAULT first and says whether it
+  dnl fell back to locking every page up front with memory_all_locked();
+  dnl before, mlockall(MCL_CURRENT | MCL_FUTURE) and memory_locked().
+  AC_CACHE_CHECK([whether OVS has memory_all_locked()],
+    [ovs_vhost_cv_memory_all_locked],
+    [AC_COMPILE_IFELSE([AC_LANG_PROGRAM([ovs_vhost_prologue
+#include "util.h"],
+       [[bool (*f)(void) = memory_all_locked; (void) f;]])],
+       [ovs_vhost_cv_memory_all_locked=yes],
+       [ovs_vhost_cv_memory_all_locked=no])])
+  AS_IF([test "$ovs_vhost_cv_memory_all_locked" = yes],
+    [OVS_COMPAT_DEFS="$OVS_COMPAT_DEFS -DNETDEV_VHOST_HAVE_MEMORY_ALL_LOCKED"])
   CPPFLAGS=$save_CPPFLAGS])

@@ -11,6 +11,7 @@ TESTSUITE_AT = \
 	tests/qemu-macros.at \
 	tests/guest-mem.at \
 	tests/iotlb.at \
+	tests/postcopy.at \
 	tests/vhost-user.at \
 	tests/engine.at \
 	tests/datapath.at \
@@ -25,6 +26,7 @@ TESTSUITE_AT = \
 	tests/qemu.at \
 	tests/qemu-lifecycle.at \
 	tests/qemu-migration.at \
+	tests/qemu-iommu.at \
 	tests/configure.at
 
 include tests/fuzz/automake.mk
@@ -50,6 +52,7 @@ EXTRA_DIST += \
 	tests/qemu-guest-init.sh \
 	tests/qemu-guest-tool.c \
 	tests/qemu-guest.py \
+	tests/vhost-user-probe.py \
 	tests/qemu-lib.sh \
 	tests/qemu-migration-control.sh \
 	tests/qemu-chroot.sh \
@@ -85,6 +88,8 @@ tests_test_engine_SOURCES = \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \
+	tests/test-iommu.c \
+	tests/test-postcopy.c \
 	tests/test-iotlb.c \
 	tests/test-lifecycle.c \
 	tests/test-packed-diff.c \
@@ -121,6 +126,14 @@ soak: tests/test-engine
 bench-hostile: tests/test-engine
 	tests/test-engine adv-budget-bench
 .PHONY: bench-hostile
+
+# `make bench-iommu`: cycles per packet of a 32-packet burst without an
+# IOMMU and with one (VIRTIO_F_IOMMU_PLATFORM, one IOTLB entry per page of
+# buffers), side by side, both ring layouts and directions (the
+# "iommu-bench" test of tests/test-iommu.c).
+bench-iommu: tests/test-engine
+	tests/test-engine iommu-bench
+.PHONY: bench-iommu
 
 $(srcdir)/tests/package.m4: $(top_srcdir)/configure.ac
 	$(AM_V_GEN):;{ \

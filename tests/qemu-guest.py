@@ -23,6 +23,14 @@
         serial port, connected to chardev socket SOCKET.  Prints the
         command's output and exits with its status; 124 on timeout.
 
+    qemu-guest.py udp-send DST PORT FLOWS COUNT SIZE [PPS]
+    qemu-guest.py udp-recv PORT COUNT SECS
+        The host's end of the guest tool's commands of the same names
+        (tests/qemu-guest-tool.c): COUNT datagrams of SIZE bytes from FLOWS
+        source ports, at most PPS a second; or counts what arrives on PORT
+        and how much of it is not the pattern the sender wrote ("received
+        N bad B").  Run them in the OVS namespace (ip netns exec).
+
 The timeout defaults to 30 s.  Only the python3 standard library is used.
 """
 
@@ -152,6 +160,76 @@ def ctl(path, command, deadline):
         print(line, flush=True)
 
 
+_udp_bodies = {}
+
+
+def udp_pattern(seq, size):
+    """Datagram 'seq' of 'size' bytes, as qemu-guest-tool.c writes it: the
+    number, big endian, then bytes (seq + i) & 0xff (256 bodies, cached)."""
+    key = (seq & 0xff, size)
+    body = _udp_bodies.get(key)
+    if body is None:
+        body = bytes((seq + i) & 0xff for i in range(4, size))
+        _udp_bodies[key] = body
+    return seq.to_bytes(4, "big") + body
+
+
+def udp_send(dst, port, flows, count, size, pps):
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+             for _ in range(flows)]
+    for s in socks:
+        # A datagram the qdisc drops is then ENOBUFS, not a silent loss.
+        s.setsockopt(socket.IPPROTO_IP, 11, 1)      # IP_RECVERR
+    t0 = time.monotonic()
+    for i in range(count):
+        if pps and i and i % 16 == 0:
+            delay = t0 + i / pps - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        data = udp_pattern(i & 0xffffffff, size)
+        while True:
+            try:
+                socks[i % flows].sendto(data, (dst, port))
+                break
+            except (BlockingIOError, InterruptedError):
+                time.sleep(0.001)
+            except OSError as e:
+                if e.errno != 105:      # ENOBUFS: a full qdisc, try again
+                    raise
+                time.sleep(0.001)
+    print("sent %d" % count, flush=True)
+    return 0
+
+
+def udp_recv(port, count, secs):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)   # SO_RCVBUFFORCE
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind(("0.0.0.0", port))
+    print("listening", flush=True)
+    end = time.monotonic() + secs
+    got = bad = 0
+    while got < count:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        s.settimeout(min(left, 3.0) if got else left)
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            if got:
+                break
+            continue
+        got += 1
+        if len(data) < 4 or data != udp_pattern(
+                int.from_bytes(data[:4], "big"), len(data)):
+            bad += 1
+    print("received %d bad %d" % (got, bad), flush=True)
+    return 0
+
+
 def main(argv):
     timeout = 30.0
     if "--timeout" in argv:
@@ -172,6 +250,11 @@ def main(argv):
             return qmp_wait(argv[1], argv[2], deadline)
         if len(argv) == 3 and argv[0] == "ctl":
             return ctl(argv[1], argv[2], deadline)
+        if len(argv) in (6, 7) and argv[0] == "udp-send":
+            return udp_send(argv[1], *[int(a) for a in argv[2:6]],
+                            int(argv[6]) if len(argv) == 7 else 0)
+        if len(argv) == 4 and argv[0] == "udp-recv":
+            return udp_recv(*[int(a) for a in argv[1:4]])
     except TimeoutError:
         print("qemu-guest.py: %s: timed out after %g s" % (argv[0], timeout),
               file=sys.stderr)

@@ -69,7 +69,20 @@
 # e.g. Debian 13's QEMU 10, see tests/README-qemu.md), QEMU_MEM (guest
 # RAM, default 256M), QEMU_SMP (1), QEMU_MACHINE (q35), QEMU_EXTRA_APPEND
 # (more kernel arguments for every guest), QEMU_REBOOT (yes: a guest reboot
-# restarts the guest instead of ending QEMU).
+# restarts the guest instead of ending QEMU), QEMU_VIOMMU (yes: every guest
+# has a virtual IOMMU and every NIC sits behind it, below).
+#
+# vIOMMU (QEMU_VIOMMU=yes, tests/qemu-iommu.at): qemu_start adds an
+# intel-iommu (interrupt remapping, device IOTLB) before any other device
+# and intel_iommu=on to the kernel command line; qemu_vhost_nic puts each
+# NIC on a PCIe root port of its own, with iommu_platform=on (the guest
+# hands the NIC I/O virtual addresses, which the backend translates with
+# the IOTLB QEMU sends it), ats=on and disable-legacy=on (a legacy virtio
+# device cannot have iommu_platform).  The root port is what makes ats=on
+# real: on q35's root bus the NIC is a conventional PCI device without the
+# PCIe ATS capability, and the guest then never sends the device-IOTLB
+# invalidations that device-iotlb=on is for.  Under TCG, intremap=on needs
+# no kernel-irqchip=split (KVM does).
 #
 # Facts of QEMU 7.2 on these machines, built in here:
 #   - nested KVM fails ("KVM internal error. Suberror: 1"): -accel tcg;
@@ -119,6 +132,15 @@ qemu_vhost_nic () {
     *mac=*) ;;
     *) mac=",mac=52:54:00:00:00:$(printf %02x $_qemu_nic_n)" ;;
     esac
+    if [ "${QEMU_VIOMMU:-no}" = yes ]; then
+        # A root port per NIC; its chassis number, unique per guest, comes
+        # from the NIC's id (this function runs in $(...), so a counter
+        # would not survive between NICs).
+        local chassis
+        chassis=$(( $(printf %s "$id" | cksum | cut -d' ' -f1) % 255 + 1 ))
+        echo "-device pcie-root-port,id=rp-$id,bus=pcie.0,chassis=$chassis"
+        opts=",bus=rp-$id,iommu_platform=on,ats=on,disable-legacy=on$opts"
+    fi
     echo "-chardev socket,id=chr-$id,$chr" \
          "-netdev vhost-user,id=$id,chardev=chr-$id,queues=$queues" \
          "-device virtio-net-pci,netdev=$id,vectors=0$mq$mac$opts"
@@ -142,6 +164,11 @@ qemu_start () {
     mkdir -p "$dir" || return 1
     rm -f "$dir/console.log" "$dir/qemu.log" "$dir/dmesg.log" \
           "$dir/qmp.sock" "$dir/ctl.sock"
+    if [ "${QEMU_VIOMMU:-no}" = yes ]; then
+        # Before the devices it translates for; see "vIOMMU" above.
+        set -- -device intel-iommu,intremap=on,device-iotlb=on "$@"
+        append="intel_iommu=on $append"
+    fi
     set -- -name "$name" -accel tcg -machine "${QEMU_MACHINE:-q35},memory-backend=mem,hpet=off" \
         -object "memory-backend-memfd,id=mem,size=${QEMU_MEM:-256M},share=on" \
         -m "${QEMU_MEM:-256M}" -smp "${QEMU_SMP:-1}" \

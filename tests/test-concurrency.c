@@ -127,32 +127,6 @@ cc_dequeue_main__(void *c_)
     return NULL;
 }
 
-/* Records its thread id in '*tid_'. */
-static void *
-cc_nothing__(void *tid_)
-{
-    *(pid_t *) tid_ = syscall(SYS_gettid);
-    return NULL;
-}
-
-static bool
-cc_task_gone__(void *path)
-{
-    return access(path, F_OK) != 0;
-}
-
-/* Waits up to 2 s for thread 'tid', already joined, to leave
- * /proc/self/task: the kernel wakes the joiner before it reaps the task,
- * and a count taken in between is one too high. */
-static void
-cc_wait_reaped(pid_t tid)
-{
-    char path[64];
-
-    snprintf(path, sizeof path, "/proc/self/task/%ld", (long) tid);
-    tu_wait_until(cc_task_gone__, path, 2000);
-}
-
 static void
 cc_start(struct cc *c, const char *name, bool packed)
 {
@@ -162,15 +136,8 @@ cc_start(struct cc *c, const char *name, bool packed)
     };
 
     memset(c, 0, sizeof *c);
-    /* ThreadSanitizer starts a thread of its own with the first thread
-     * created: make it exist before the count. */
-    pthread_t t;
-    pid_t tid = 0;
-    TU_CHECK_OK(pthread_create(&t, NULL, cc_nothing__, &tid));
-    TU_CHECK_OK(pthread_join(t, NULL));
-    cc_wait_reaped(tid);
+    c->threads0 = tu_thread_baseline();
     c->fds0 = tu_count_fds();
-    c->threads0 = tu_count_threads();
     c->packed = packed;
     TU_CHECK_OK(vhost_engine_create(&c->engine));
     TU_CHECK_OK(vhost_engine_start(c->engine));

@@ -94,7 +94,7 @@ dp_start(struct dp *dp, const char *name, const struct dp_cfg *cfg)
 
     memset(dp, 0, sizeof *dp);
     dp->fds0 = tu_count_fds();
-    dp->threads0 = tu_count_threads();
+    dp->threads0 = tu_thread_baseline();
     tu_events_init(&dp->ev);
     dp->path = tu_path(name);
 
@@ -102,7 +102,10 @@ dp_start(struct dp *dp, const char *name, const struct dp_cfg *cfg)
     opts.name = name;
     opts.path = dp->path;
     opts.mode = VHOST_PORT_SERVER;
-    opts.features = DP_OFFERED;
+    uint64_t offered = DP_OFFERED
+                       | (cfg->packed ? F(VIRTIO_F_RING_PACKED) : 0)
+                       | (cfg->iova_offset ? F(VIRTIO_F_ACCESS_PLATFORM) : 0);
+    opts.features = offered;
     opts.max_queue_pairs = 2;
     opts.cb = &tu_callbacks;
     opts.aux = &dp->ev;
@@ -120,10 +123,36 @@ dp_start(struct dp *dp, const char *name, const struct dp_cfg *cfg)
     setup.queue_size = cfg->queue_size;
     setup.log_used = cfg->log_used;
     setup.used_align = cfg->used_align;
+    setup.packed = cfg->packed;
+    dp->fe->iova_offset = cfg->iova_offset;
     TU_CHECK_OK(tfe_setup_device(dp->fe, 2, &setup));
     TU_CHECK_EQ(dp->fe->features
                 & ~FEATURE_BIT(VHOST_USER_F_PROTOCOL_FEATURES),
-                cfg->features & DP_OFFERED);
+                (cfg->features | (cfg->packed ? F(VIRTIO_F_RING_PACKED) : 0))
+                & offered);
+    if (cfg->iova_offset) {
+        uint64_t iova;
+        uint8_t perm;
+
+        tu_log("vIOMMU: the rings wait for their translations");
+        TU_CHECK(!tu_port_info(dp->port).ready);
+        TU_CHECK_OK(tfe_set_backend_req_fd(dp->fe));
+        TU_CHECK_OK(tfe_iotlb_recv_miss(dp->fe, &iova, &perm,
+                                        TU_TIMEOUT_MS));
+        tu_log("  a miss for IOVA %#"PRIx64", perm %u: map all memory",
+               iova, perm);
+        TU_CHECK(iova >= cfg->iova_offset);
+        TU_CHECK_OK(tfe_iotlb_map_mem(dp->fe, VHOST_ACCESS_RW));
+        TU_CHECK(tu_wait_port(dp->port, tu_port_ready, NULL,
+                              TU_TIMEOUT_MS));
+        /* The other rings' misses: one each, answered by the map. */
+        unsigned int n = 1;
+        while (!tfe_iotlb_recv_miss(dp->fe, &iova, &perm, 50)) {
+            n++;
+        }
+        tu_log("  %u ring misses in all", n);
+        TU_CHECK_EQ(n, 4);
+    }
     TU_CHECK(tu_port_info(dp->port).ready);
     tu_log("device up, features: %s",
            vhost_features_to_string(dp->fe->features, features,

@@ -109,6 +109,13 @@ struct dp_cfg {
     unsigned int queue_size;    /* 0: 256. */
     bool log_used;              /* VHOST_VRING_F_LOG on every vring. */
     uint64_t used_align;        /* 0: 64. */
+    bool packed;                /* Packed rings (offered and acked). */
+    uint64_t iova_offset;       /* Nonzero: a vIOMMU (VIRTIO_F_ACCESS_
+                                 * PLATFORM offered and acked) whose IOVAs
+                                 * are GPAs plus this: the device comes up
+                                 * once the rings' misses are answered by
+                                 * mapping all of guest memory (test-
+                                 * frontend.h, 'iova_offset'). */
 };
 
 struct dp {

@@ -37,9 +37,11 @@ test_lifecycle(void)
     vhost_port_options_init(&opts);
     TU_CHECK_EQ(opts.features, vhost_default_features());
     TU_CHECK_EQ(opts.protocol_features, vhost_default_protocol_features());
-    tu_log("the default offers every supported protocol feature but CONFIG");
+    tu_log("the default offers every supported protocol feature but CONFIG "
+           "and PAGEFAULT");
     TU_CHECK_EQ(opts.protocol_features,
-                vhost_supported_protocol_features() & ~PF(CONFIG));
+                vhost_supported_protocol_features()
+                & ~(PF(CONFIG) | PF(PAGEFAULT)));
     TU_CHECK_CMP(opts.max_queue_pairs, >=, 1);
     TU_CHECK_CMP(opts.max_queue_pairs, <=, VHOST_MAX_QUEUE_PAIRS);
     opts.path = path;
@@ -173,9 +175,11 @@ test_protocol_features(void)
     fx_init(&fx, "pf");
     fx_start(&fx);
     tu_log("GET_PROTOCOL_FEATURES with the default options: no CONFIG, "
-           "which QEMU's virtio-net warns of");
+           "which QEMU's virtio-net warns of, nor PAGEFAULT (postcopy, "
+           "which the embedder turns on)");
     TU_CHECK_OK(tfe_get_protocol_features(fx.fe, &pf));
-    TU_CHECK_EQ(pf, SUPPORTED_PROTOCOL_FEATURES & ~PF(CONFIG));
+    TU_CHECK_EQ(pf, SUPPORTED_PROTOCOL_FEATURES
+                    & ~(PF(CONFIG) | PF(PAGEFAULT)));
 
     tu_log("options.protocol_features is intersected with the supported "
            "set");
@@ -466,8 +470,8 @@ static void
 test_unknown_requests(void)
 {
     static const uint32_t requests[] = {
-        99, 0, VHOST_USER_IOTLB_MSG, VHOST_USER_SET_VRING_ENDIAN,
-        VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_POSTCOPY_ADVISE,
+        99, 0, VHOST_USER_CREATE_CRYPTO_SESSION, VHOST_USER_SET_VRING_ENDIAN,
+        VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_GPU_SET_SOCKET,
         VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_N_REQUESTS, 0x10000,
         UINT32_MAX,
     };

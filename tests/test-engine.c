@@ -76,6 +76,10 @@ extern const struct tu_test tu_lifecycle_tests[];
 extern const size_t tu_n_lifecycle_tests;
 extern const struct tu_test tu_iotlb_tests[];
 extern const size_t tu_n_iotlb_tests;
+extern const struct tu_test tu_iommu_tests[];
+extern const size_t tu_n_iommu_tests;
+extern const struct tu_test tu_postcopy_tests[];
+extern const size_t tu_n_postcopy_tests;
 
 /* Room for every table below; unused entries stay empty. */
 #define N_TEST_TABLES 48
@@ -136,6 +140,9 @@ collect_tables(struct test_table tables[N_TEST_TABLES])
     tables[n++] = (struct test_table) { tu_lifecycle_tests,
                                         tu_n_lifecycle_tests };
     tables[n++] = (struct test_table) { tu_iotlb_tests, tu_n_iotlb_tests };
+    tables[n++] = (struct test_table) { tu_iommu_tests, tu_n_iommu_tests };
+    tables[n++] = (struct test_table) { tu_postcopy_tests,
+                                        tu_n_postcopy_tests };
 }
 
 /* Every test of an audit build is audited: returns false, after saying

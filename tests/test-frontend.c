@@ -345,6 +345,7 @@ tfe_create(struct tfe_mem *mem)
     fe->log_fd = -1;
     fe->log_call_fd = -1;
     fe->backend_req_fd = -1;
+    fe->reply_fd = -1;
     return fe;
 }
 
@@ -670,7 +671,11 @@ recv_full(struct tfe *fe, void *buf, size_t len, size_t *n_fds,
                     for (size_t i = 0; i < k; i++) {
                         int fd;
                         memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
-                        close(fd);
+                        if (fe->keep_reply_fd && fe->reply_fd < 0) {
+                            fe->reply_fd = fd;
+                        } else {
+                            close(fd);
+                        }
                     }
                     *n_fds += k;
                 }
@@ -762,7 +767,7 @@ tfe_recv_reply(struct tfe *fe, uint32_t request, struct tfe_reply *reply,
     }
     error = recv_full(fe, reply->payload.bytes, reply->hdr.size,
                       &reply->n_fds, deadline);
-    if (!error && reply->n_fds) {
+    if (!error && reply->n_fds && !fe->keep_reply_fd) {
         fprintf(stderr, "tfe: reply to request %"PRIu32" carried %zu fds\n",
                 request, reply->n_fds);
         return -EPROTO;
@@ -1049,15 +1054,27 @@ tfe_set_vring_addr(struct tfe *fe, uint32_t index)
     vr = &fe->vrings[index];
     memset(&addr, 0, sizeof addr);
     addr.index = index;
-    addr.desc_user_addr = tfe_va_to_uva(vr->desc);
-    addr.avail_user_addr = tfe_va_to_uva(vr->avail);
-    addr.used_user_addr = tfe_va_to_uva(vr->used);
+    if (fe->iova_offset) {
+        /* Behind an IOMMU QEMU sends I/O virtual addresses, the log's
+         * too. */
+        addr.desc_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->desc)
+                              + fe->iova_offset;
+        addr.avail_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->avail)
+                               + fe->iova_offset;
+        addr.used_user_addr = tfe_mem_va_to_gpa(fe->mem, vr->used)
+                              + fe->iova_offset;
+    } else {
+        addr.desc_user_addr = tfe_va_to_uva(vr->desc);
+        addr.avail_user_addr = tfe_va_to_uva(vr->avail);
+        addr.used_user_addr = tfe_va_to_uva(vr->used);
+    }
     if (vr->log_used) {
         /* As QEMU sends it: its "used" address, which for a packed ring
          * is the device event area, not the descriptor ring the device
          * writes back into. */
         addr.flags = 1u << VHOST_VRING_F_LOG;
-        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used);
+        addr.log_guest_addr = tfe_mem_va_to_gpa(fe->mem, vr->used)
+                              + fe->iova_offset;
     }
     return tfe_set_vring_addr_raw(fe, &addr);
 }
@@ -1217,6 +1234,200 @@ tfe_set_backend_req_fd(struct tfe *fe)
                         NULL, 0, &sv[1], 1);
     close(sv[1]);
     return error;
+}
+
+int
+tfe_iotlb_msg(struct tfe *fe, uint8_t type, uint64_t iova, uint64_t size,
+              uint64_t uaddr, uint8_t perm)
+{
+    struct vhost_iotlb_msg m = {
+        .iova = iova, .size = size, .uaddr = uaddr, .perm = perm,
+        .type = type,
+    };
+
+    return tfe_request(fe, VHOST_USER_IOTLB_MSG, fe->reply_ack, &m,
+                       sizeof m, NULL, 0);
+}
+
+/* Maps the 'size' bytes of guest memory at 'gpa', inside one region, at
+ * IOVA 'gpa' + 'iova_offset'. */
+int
+tfe_iotlb_map(struct tfe *fe, uint64_t gpa, uint64_t size, uint8_t perm)
+{
+    void *va = tfe_mem_gpa_to_va(fe->mem, gpa, size);
+
+    if (!va) {
+        return -EINVAL;
+    }
+    return tfe_iotlb_msg(fe, VHOST_IOTLB_UPDATE, gpa + fe->iova_offset, size,
+                         tfe_va_to_uva(va), perm);
+}
+
+int
+tfe_iotlb_map_mem(struct tfe *fe, uint8_t perm)
+{
+    for (size_t i = 0; i < fe->mem->n_regions; i++) {
+        const struct tfe_region *r = &fe->mem->regions[i];
+        int error = tfe_iotlb_map(fe, r->gpa, r->size, perm);
+
+        if (error) {
+            return error;
+        }
+    }
+    return 0;
+}
+
+int
+tfe_iotlb_recv_miss(struct tfe *fe, uint64_t *iova, uint8_t *perm,
+                    int timeout_ms)
+{
+    struct {
+        struct vhost_user_hdr hdr;
+        struct vhost_iotlb_msg iotlb;
+    } __attribute__((packed)) m;
+    struct pollfd pfd = { .fd = fe->backend_req_fd, .events = POLLIN };
+
+    if (fe->backend_req_fd < 0) {
+        return -ENOTCONN;
+    }
+    if (poll(&pfd, 1, timeout_ms) <= 0) {
+        return -EAGAIN;
+    }
+    /* Messages are small and written whole: one read is one message. */
+    if (recv(fe->backend_req_fd, &m, sizeof m, MSG_DONTWAIT)
+        != (ssize_t) sizeof m
+        || m.hdr.request != VHOST_USER_BACKEND_IOTLB_MSG
+        || m.hdr.flags != VHOST_USER_VERSION
+        || m.hdr.size != sizeof m.iotlb
+        || m.iotlb.type != VHOST_IOTLB_MISS) {
+        return -EPROTO;
+    }
+    *iova = m.iotlb.iova;
+    *perm = m.iotlb.perm;
+    return 0;
+}
+
+int
+tfe_postcopy_advise(struct tfe *fe, int *ufdp)
+{
+    struct tfe_reply reply;
+    int error = tfe_send(fe, VHOST_USER_POSTCOPY_ADVISE, VHOST_USER_VERSION,
+                         NULL, 0, NULL, 0);
+
+    *ufdp = -1;
+    if (error) {
+        return error;
+    }
+    fe->keep_reply_fd = true;
+    fe->reply_fd = -1;
+    error = tfe_recv_reply(fe, VHOST_USER_POSTCOPY_ADVISE, &reply,
+                           fe->timeout_ms);
+    fe->keep_reply_fd = false;
+    if (!error && (reply.hdr.size || fe->reply_fd < 0)) {
+        /* An ack (a refusal, with REPLY_ACK) carries 8 bytes and no fd. */
+        error = reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    if (error) {
+        if (fe->reply_fd >= 0) {
+            close(fe->reply_fd);
+        }
+    } else {
+        *ufdp = fe->reply_fd;
+    }
+    fe->reply_fd = -1;
+    return error;
+}
+
+int
+tfe_postcopy_listen(struct tfe *fe)
+{
+    return tfe_request(fe, VHOST_USER_POSTCOPY_LISTEN, fe->reply_ack, NULL,
+                       0, NULL, 0);
+}
+
+int
+tfe_postcopy_end(struct tfe *fe)
+{
+    return tfe_request(fe, VHOST_USER_POSTCOPY_END, fe->reply_ack, NULL, 0,
+                       NULL, 0);
+}
+
+/* Sends 'request' with the 8-byte payload of 0 that says the backend's
+ * postcopy memory table reply was taken. */
+static int
+postcopy_ack__(struct tfe *fe, uint32_t request)
+{
+    uint64_t zero = 0;
+
+    return tfe_send(fe, request, VHOST_USER_VERSION, &zero, sizeof zero,
+                    NULL, 0);
+}
+
+int
+tfe_postcopy_set_mem_table(struct tfe *fe, uint64_t *bases)
+{
+    struct vhost_user_mem_table table;
+    int fds[VHOST_USER_MAX_FDS];
+    struct tfe_reply reply;
+    size_t n = fe->mem->n_regions;
+
+    memset(&table, 0, sizeof table);
+    table.nregions = n;
+    for (size_t i = 0; i < n; i++) {
+        tfe_mem_region_desc(fe->mem, i, &table.regions[i]);
+        fds[i] = fe->mem->regions[i].fd;
+    }
+    size_t size = VHOST_USER_MEM_TABLE_HDR_SIZE + n * sizeof table.regions[0];
+    int error = tfe_send(fe, VHOST_USER_SET_MEM_TABLE, VHOST_USER_VERSION,
+                         &table, size, fds, n);
+    if (!error) {
+        error = tfe_recv_reply(fe, VHOST_USER_SET_MEM_TABLE, &reply,
+                               fe->timeout_ms);
+    }
+    if (error) {
+        return error;
+    }
+    if (reply.hdr.size != size) {
+        return reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    const struct vhost_user_mem_table *got = (const void *) reply.payload.bytes;
+    for (size_t i = 0; i < n; i++) {
+        if (got->regions[i].guest_phys_addr
+            != table.regions[i].guest_phys_addr) {
+            return -EPROTO;
+        }
+        bases[i] = got->regions[i].userspace_addr;
+    }
+    return postcopy_ack__(fe, VHOST_USER_SET_MEM_TABLE);
+}
+
+int
+tfe_postcopy_add_mem_reg(struct tfe *fe, size_t region, uint64_t *base)
+{
+    struct vhost_user_mem_reg reg;
+    struct tfe_reply reply;
+    int fd = fe->mem->regions[region].fd;
+
+    memset(&reg, 0, sizeof reg);
+    tfe_mem_region_desc(fe->mem, region, &reg.region);
+    int error = tfe_send(fe, VHOST_USER_ADD_MEM_REG, VHOST_USER_VERSION,
+                         &reg, sizeof reg, &fd, 1);
+    if (!error) {
+        error = tfe_recv_reply(fe, VHOST_USER_ADD_MEM_REG, &reply,
+                               fe->timeout_ms);
+    }
+    if (error) {
+        return error;
+    }
+    if (reply.hdr.size != sizeof reg) {
+        return reply.hdr.size == 8 && reply.payload.u64 ? TFE_NACK : -EPROTO;
+    }
+    const struct vhost_user_mem_reg *got = (const void *) reply.payload.bytes;
+    if (got->region.guest_phys_addr != reg.region.guest_phys_addr) {
+        return -EPROTO;
+    }
+    *base = got->region.userspace_addr;
+    return postcopy_ack__(fe, VHOST_USER_ADD_MEM_REG);
 }
 
 int
@@ -1581,6 +1792,7 @@ tfe_vq_init(struct tfe_vq *vq, struct tfe *fe, uint32_t index,
         abort();
     }
     vq->arena_gpa = tfe_mem_va_to_gpa(fe->mem, arena);
+    vq->iova_offset = fe->iova_offset;
     vq->arena_size = arena_size;
     vq->mrg = (fe->features & FEATURE_BIT(VIRTIO_NET_F_MRG_RXBUF)) != 0;
     vq->packed = (fe->features & FEATURE_BIT(VIRTIO_F_RING_PACKED)) != 0;
@@ -2027,13 +2239,15 @@ add_chain_packed__(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
 
         for (size_t i = 0; i < n; i++) {
             table[i] = (struct tfe_pdesc) {
-                .addr = segs[i].gpa, .len = segs[i].len, .flags = flags,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
+                .flags = flags,
             };
         }
         if (!tfe_mem_write(vq->mem, table_gpa, table, sizeof table[0] * n)) {
             return -EFAULT;
         }
-        tfe_vq_pwrite(vq, 0, table_gpa, sizeof table[0] * n, id,
+        tfe_vq_pwrite(vq, 0, table_gpa + vq->iova_offset,
+                      sizeof table[0] * n, id,
                       TFE_DESC_F_INDIRECT | tfe_vq_pavail(vq, 0));
     } else {
         /* Every descriptor but the head first, then the head, whose flags
@@ -2043,8 +2257,8 @@ add_chain_packed__(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
             uint16_t d_id = (i + 1 == n || vq->same_ids
                              ? id : TFE_PACKED_ID_POISON);
 
-            tfe_vq_pwrite(vq, i, segs[i].gpa, segs[i].len, d_id,
-                          f | tfe_vq_pavail(vq, i));
+            tfe_vq_pwrite(vq, i, segs[i].gpa + vq->iova_offset,
+                          segs[i].len, d_id, f | tfe_vq_pavail(vq, i));
         }
     }
     tfe_vq_pclaim(vq, id, n_slots);
@@ -2197,7 +2411,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
 
         for (size_t i = 0; i < n; i++) {
             table[i] = (struct tfe_desc) {
-                .addr = segs[i].gpa, .len = segs[i].len,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
                 .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
                 .next = i + 1 < n ? i + 1 : 0,
             };
@@ -2207,7 +2421,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
         }
         ids[n_ids++] = tfe_vq_take_desc(vq);
         vq->desc[ids[0]] = (struct tfe_desc) {
-            .addr = table_gpa, .len = sizeof table[0] * n,
+            .addr = table_gpa + vq->iova_offset, .len = sizeof table[0] * n,
             .flags = TFE_DESC_F_INDIRECT,
         };
     } else {
@@ -2216,7 +2430,7 @@ tfe_vq_add_chain(struct tfe_vq *vq, const struct tfe_seg *segs, size_t n,
         }
         for (size_t i = 0; i < n; i++) {
             vq->desc[ids[i]] = (struct tfe_desc) {
-                .addr = segs[i].gpa, .len = segs[i].len,
+                .addr = segs[i].gpa + vq->iova_offset, .len = segs[i].len,
                 .flags = flags | (i + 1 < n ? TFE_DESC_F_NEXT : 0),
                 .next = i + 1 < n ? ids[i + 1] : 0,
             };

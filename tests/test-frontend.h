@@ -178,6 +178,19 @@ struct tfe {
     uint64_t log_size;
     int log_call_fd;            /* SET_LOG_FD eventfd we keep, or -1. */
     int backend_req_fd;         /* Our end of the backend channel, or -1. */
+
+    /* A model vIOMMU (VIRTIO_F_ACCESS_PLATFORM): the driver's I/O virtual
+     * addresses are its guest physical ones plus this, in the ring
+     * addresses it sends and in every descriptor a struct tfe_vq writes;
+     * the test hands the engine the translations (tfe_iotlb_*()).  0: no
+     * IOMMU, addresses as without one. */
+    uint64_t iova_offset;
+
+    /* Set by the caller of a request whose reply carries an fd
+     * (POSTCOPY_ADVISE): the first fd of the next reply is kept here
+     * rather than closed. */
+    bool keep_reply_fd;
+    int reply_fd;
 };
 
 struct tfe *tfe_create(struct tfe_mem *);
@@ -261,6 +274,29 @@ int tfe_set_status(struct tfe *, uint64_t status);
 int tfe_get_status(struct tfe *, uint64_t *status);
 int tfe_get_config(struct tfe *, uint32_t offset, uint32_t size,
                    uint32_t payload_size, struct tfe_reply *);
+
+/* vIOMMU: IOTLB_MSG updates and invalidations, the model's map of each
+ * region (IOVA = GPA + 'iova_offset', 'perm' VHOST_ACCESS_*), and the
+ * next IOTLB miss the engine sent on the backend channel (0, -EAGAIN
+ * after 'timeout_ms', -EPROTO for anything else on the channel). */
+int tfe_iotlb_msg(struct tfe *, uint8_t type, uint64_t iova, uint64_t size,
+                  uint64_t uaddr, uint8_t perm);
+int tfe_iotlb_map_mem(struct tfe *, uint8_t perm);
+int tfe_iotlb_map(struct tfe *, uint64_t gpa, uint64_t size, uint8_t perm);
+int tfe_iotlb_recv_miss(struct tfe *, uint64_t *iova, uint8_t *perm,
+                        int timeout_ms);
+
+/* Postcopy, as QEMU's destination speaks it: ADVISE (the reply's
+ * userfaultfd in '*ufdp', the caller's to close), LISTEN and END (acked
+ * with REPLY_ACK), and the memory table while listening: SET_MEM_TABLE
+ * or, region by region, ADD_MEM_REG, each answered with where the backend
+ * mapped the regions ('bases', by region) and then acknowledged by us
+ * with the same request and a u64 of 0. */
+int tfe_postcopy_advise(struct tfe *, int *ufdp);
+int tfe_postcopy_listen(struct tfe *);
+int tfe_postcopy_end(struct tfe *);
+int tfe_postcopy_set_mem_table(struct tfe *, uint64_t *bases);
+int tfe_postcopy_add_mem_reg(struct tfe *, size_t region, uint64_t *base);
 
 /* Rings and bring-up. */
 int tfe_vring_alloc(struct tfe *, uint32_t index, unsigned int size);
@@ -371,6 +407,8 @@ struct tfe_vq {
     struct tfe_mem *mem;
     uint32_t index;             /* Vring index. */
     unsigned int size;          /* Queue size. */
+    uint64_t iova_offset;       /* The frontend's, added to every buffer
+                                 * and table address it writes. */
 
     /* The ring, as the frontend maps it. */
     struct tfe_desc *desc;

@@ -7,11 +7,13 @@
 #include "test-util.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,42 @@ tu_count_threads(void)
  * joined thread can still be listed in /proc/self/task for a moment (the
  * kernel wakes the joiner before it reaps the task), so a check right
  * after pthread_join() would be flaky under load. */
+
+/* Records its thread id in '*tid_'. */
+static void *
+tu_nothing__(void *tid_)
+{
+    *(pid_t *) tid_ = syscall(SYS_gettid);
+    return NULL;
+}
+
+static bool
+tu_task_gone__(void *path)
+{
+    return access(path, F_OK) != 0;
+}
+
+/* Returns the number of this process's threads, counted after a thread
+ * was created and reaped: ThreadSanitizer starts a thread of its own with
+ * the first thread a process creates, and a test that starts threads
+ * would otherwise find one more at its end than at its start.  The wait
+ * for the reaping (up to 2 s) is because the kernel wakes the joiner
+ * before it reaps the task, and a count taken in between is one too
+ * high. */
+int
+tu_thread_baseline(void)
+{
+    char path[64];
+    pthread_t t;
+    pid_t tid = 0;
+
+    TU_CHECK_OK(pthread_create(&t, NULL, tu_nothing__, &tid));
+    TU_CHECK_OK(pthread_join(t, NULL));
+    snprintf(path, sizeof path, "/proc/self/task/%ld", (long) tid);
+    tu_wait_until(tu_task_gone__, path, 2000);
+    return tu_count_threads();
+}
+
 int
 tu_threads_settle(int expected)
 {

@@ -115,6 +115,8 @@ int tu_count_fds(void);                 /* Entries in /proc/self/fd. */
 int tu_count_maps(const char *substr);  /* Lines of /proc/self/maps. */
 int tu_count_threads(void);             /* Entries in /proc/self/task. */
 int tu_threads_settle(int expected);    /* The same, once it is 'expected'. */
+int tu_thread_baseline(void);           /* The count, for tests that start
+                                         * threads of their own. */
 void tu_dump_fds(void);
 
 /* Polling. */

@@ -153,7 +153,9 @@ struct vhost_port_options {
     /* vhost-user protocol feature bits offered.  Initialised to
      * vhost_default_protocol_features(), which leaves out CONFIG: add
      * VHOST_USER_PROTOCOL_F_CONFIG (bit 9) to serve GET_CONFIG to a
-     * frontend that reads the config space.  Bits outside
+     * frontend that reads the config space; and PAGEFAULT: add
+     * VHOST_USER_PROTOCOL_F_PAGEFAULT (bit 8) for postcopy live migration
+     * (not in a process whose memory is locked with MCL_FUTURE).  Bits outside
      * vhost_supported_protocol_features() are ignored. */
     uint64_t protocol_features;
 
@@ -243,6 +245,23 @@ struct vhost_port_counters {
     uint64_t rings_recovered_inexact; /* ...of which the log could not
                                  * place exactly: the backend was killed
                                  * mid-burst (lib/virtq-poslog.h). */
+
+    /* vIOMMU (VIRTIO_F_IOMMU_PLATFORM), for the port's lifetime. */
+    uint64_t iotlb_updates;     /* IOTLB_MSG updates applied. */
+    uint64_t iotlb_invalidations; /* IOTLB_MSG invalidations applied. */
+    uint64_t iotlb_rejected;    /* IOTLB_MSG messages refused: a range
+                                 * that wraps, a bad permission or type,
+                                 * or no IOMMU_PLATFORM negotiated. */
+    uint64_t iotlb_evicted;     /* Entries dropped to make room. */
+    uint64_t iotlb_ring_misses; /* Misses sent for ring addresses. */
+
+    /* Postcopy live migration (VHOST_USER_PROTOCOL_F_PAGEFAULT). */
+    uint64_t postcopy_listens;  /* Migrations that reached POSTCOPY_LISTEN. */
+    uint64_t postcopy_regions;  /* Regions registered with the
+                                 * userfaultfd. */
+    uint64_t postcopy_rejected; /* POSTCOPY_* messages refused: out of
+                                 * order, or a userfaultfd the kernel
+                                 * would not give. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */
@@ -423,6 +442,18 @@ struct vhost_queue_stats {
     uint64_t budget_stops;      /* Bursts ended by their work budget. */
     uint64_t small_buf_stops;   /* Enqueue bursts stopped at guest buffers
                                  * too small for the next packet. */
+
+    /* With a vIOMMU (VIRTIO_F_IOMMU_PLATFORM): every guest address is an
+     * I/O virtual address, translated through the device's IOTLB. */
+    uint64_t iotlb_hits;        /* Buffer translations the IOTLB had. */
+    uint64_t iotlb_misses;      /* IOTLB misses sent to the frontend. */
+    uint64_t iotlb_waits;       /* Bursts that stopped at a chain whose
+                                 * translation is still missing: the chain
+                                 * stays available until it arrives. */
+    uint64_t iotlb_denied;      /* Chains dropped: the IOTLB entry lacks
+                                 * the access the buffer needs. */
+    uint64_t iotlb_held;        /* Guest RX: packets held while a miss
+                                 * was answered, rather than refused. */
 };
 
 int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,

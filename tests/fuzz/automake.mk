@@ -88,6 +88,11 @@ tests/fuzz/obj/%.o: $(srcdir)/%.c config.h
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) \
 	  -fsanitize=fuzzer-no-link -c -o $@ $<
 
+# The pattern rule knows only the .c file: a target built against an old
+# fuzz-ring.h reads a struct fuzz_ring of the old size.
+$(patsubst %,tests/fuzz/obj/tests/fuzz/fuzz-%.o,$(FUZZ_ALL_TARGETS)) \
+$(FUZZ_HARNESS_OBJS): $(addprefix $(srcdir)/,$(filter %.h,$(FUZZ_HARNESS)))
+
 tests/fuzz/bin/fuzz-%: tests/fuzz/obj/tests/fuzz/fuzz-%.o \
 		$(FUZZ_HARNESS_OBJS) $(FUZZ_LIB_OBJS)
 	@mkdir -p $(@D)
