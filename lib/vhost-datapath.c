@@ -7,6 +7,7 @@
 
 #include <config.h>
 
+#include <sched.h>
 #include <string.h>
 #include "ovs-vhost/vhost.h"
 #include "vhost-cold.h"
@@ -21,8 +22,36 @@
 static bool vhost_datapath_remap__(struct vhost_dev *, struct virtq *);
 
 /* How long a guest RX burst behind an IOMMU waits for a queue lock the
- * control plane holds (virtq_trylock_patient()): about 20 us. */
-#define VHOST_DATAPATH_SPINS 20000
+ * control plane holds (vhost_datapath_lock_patient__()). */
+#define VHOST_DATAPATH_LOCK_WAIT_MS 10
+
+/* Takes 'vq''s lock, which the control plane holds, waiting up to
+ * VHOST_DATAPATH_LOCK_WAIT_MS: for a guest RX burst behind an IOMMU, where
+ * a skipped burst is a dropped packet and an IOTLB message, which takes
+ * each queue's lock for a few stores, comes with nearly every packet.  A
+ * few microseconds of spinning cover those; on a busy host the engine
+ * thread may be preempted while it holds the lock, so the wait then
+ * yields the CPU, which may be the one the holder needs. */
+static bool OVS_COLD
+vhost_datapath_lock_patient__(struct virtq *vq)
+{
+    long long int deadline = 0;
+
+    for (unsigned int i = 0; !virtq_trylock(vq); i++) {
+        if (i < 1000) {
+            cpu_relax();
+            continue;
+        }
+        long long int now = vhost_time_msec();
+        if (!deadline) {
+            deadline = now + VHOST_DATAPATH_LOCK_WAIT_MS;
+        } else if (now >= deadline) {
+            return false;
+        }
+        sched_yield();
+    }
+    return true;
+}
 static unsigned int vhost_datapath_enqueue_held__(struct vhost_dev *,
                                                   struct virtq *,
                                                   const struct vhost_pkt *,
@@ -50,7 +79,7 @@ vhost_datapath_get__(struct vhost_port *port, unsigned int vring,
     if (!vq || (!virtq_trylock(vq)
                 && (!patient
                     || !__atomic_load_n(&vq->iotlb, __ATOMIC_RELAXED)
-                    || !virtq_trylock_patient(vq, VHOST_DATAPATH_SPINS)))) {
+                    || !vhost_datapath_lock_patient__(vq)))) {
         return NULL;
     }
     /* A guarded SIGBUS broke the device (the frontend shrank guest memory

@@ -357,25 +357,6 @@ virtq_trylock(struct virtq *vq)
     return !atomic_exchange_explicit(&vq->locked, true, memory_order_acquire);
 }
 
-/* As virtq_trylock(), but waits up to about 'spins' rounds for a control
- * plane that holds the lock: for a guest RX burst behind an IOMMU, where
- * a skipped burst is a dropped packet and IOTLB messages, which hold every
- * queue's lock for a few microseconds, come with nearly every packet. */
-static inline bool
-virtq_trylock_patient(struct virtq *vq, unsigned int spins)
-{
-    while (!virtq_trylock(vq)) {
-        if (!spins--) {
-            return false;
-        }
-        while (atomic_load_explicit(&vq->locked, memory_order_relaxed)
-               && spins) {
-            cpu_relax();
-            spins--;
-        }
-    }
-    return true;
-}
 
 static inline void
 virtq_unlock(struct virtq *vq)
