@@ -266,7 +266,7 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
             virtq_iommu_release_held(
                 vq, vq->enqueue(vq, &ctx, virtq_iommu_held_pkts(vq), n_held));
         }
-        if (!virtq_iommu_n_held(vq) && !ctx.miss) {
+        if (n && !virtq_iommu_n_held(vq) && !ctx.miss) {
             done = vq->enqueue(vq, &ctx, pkts, n);
         }
         if (OVS_UNLIKELY(ctx.log)) {
@@ -278,7 +278,7 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
     }
     /* Held behind what is held, or for a translation; a ring merely full
      * refuses them, as without an IOMMU. */
-    if (wait || ctx.miss || virtq_iommu_n_held(vq)) {
+    if (done < n && (wait || ctx.miss || virtq_iommu_n_held(vq))) {
         done += virtq_iommu_hold(vq, pkts + done, n - done);
     }
     return done;
