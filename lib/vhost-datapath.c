@@ -7,6 +7,8 @@
 
 #include <config.h>
 
+#include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <string.h>
 #include "ovs-vhost/vhost.h"
@@ -143,11 +145,20 @@ vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
                       const struct virtq_ctx *ctx)
 {
     if (virtq_iommu_should_ask(vq, ctx, vhost_time_msec())) {
-        if (vhost_dev_send_iotlb_miss(dev, ctx->miss_iova, ctx->miss_perm,
-                                      false)) {
-            vq->miss_sent = false;      /* A later burst asks again. */
-        } else {
+        int error = vhost_dev_send_iotlb_miss(dev, ctx->miss_iova,
+                                              ctx->miss_perm, false);
+        if (!error) {
             vq->stats.iotlb_misses++;
+        } else if (error == EBUSY) {
+            vq->miss_sent = false;      /* The next burst asks. */
+        } else {
+            /* No channel, or a frontend that does not read it: asked
+             * again after VIRTQ_IOMMU_MISS_RETRY_MS, not at every poll. */
+            vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u: cannot "
+                         "send an IOTLB miss for IOVA %#"PRIx64" to the "
+                         "frontend (%s)", vq->name, vq->index,
+                         ctx->miss_iova, error == ENOTCONN
+                         ? "no backend channel" : strerror(error));
         }
     }
 }

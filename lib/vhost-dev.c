@@ -377,7 +377,9 @@ vhost_dev_send_iotlb_miss(struct vhost_dev *dev, uint64_t iova, uint8_t perm,
     }
     pthread_mutex_unlock(&dev->backend_mutex);
 
-    if (error && error != EBUSY) {
+    if (error && error != EBUSY && wait) {
+        /* The engine loop's; the data path logs its own (the device's
+         * rate limit is the engine loop's to update). */
         VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: cannot send an IOTLB "
                          "miss for IOVA %#"PRIx64" to the frontend (%s)",
                          dev->name, iova, error == ENOTCONN
@@ -395,7 +397,7 @@ vhost_dev_send_iotlb_miss(struct vhost_dev *dev, uint64_t iova, uint8_t perm,
 static void
 vhost_dev_ask_rings__(struct vhost_dev *dev)
 {
-    for (unsigned int i = 0; i < dev->n_vqs && dev->backend_req_fd >= 0;
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES && dev->backend_req_fd >= 0;
          i++) {
         struct virtq *vq = dev->vqs[i];
 
@@ -455,7 +457,10 @@ vhost_dev_iotlb_msg(struct vhost_dev *dev, const struct vhost_iotlb_msg *msg)
     }
 
     dev->iotlb = new;
-    for (unsigned int i = 0; i < dev->n_vqs; i++) {
+    /* Every queue allocated, not only the first 'n_vqs': a reset leaves
+     * queues allocated (and a later SET_FEATURES configures them all),
+     * and none may keep the table freed below. */
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
         struct virtq *vq = dev->vqs[i];
 
         if (!vq) {

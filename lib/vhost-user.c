@@ -656,7 +656,10 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
         vq->log_used = old.log_used;
         vq->has_addr = old.has_addr;
         virtq_map(vq, dev->mem);
-    } else if (mapped && !running) {
+    } else if (mapped && !running
+               && dev->postcopy_state != VHOST_POSTCOPY_LISTENING) {
+        /* Not while postcopy listens: the used index may be on a page not
+         * received yet, and the engine loop would wait for it. */
         virtq_resync_used(vq);
     }
     vq->ready = vq->ready && virtq_can_run(vq);

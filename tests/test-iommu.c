@@ -550,6 +550,58 @@ test_iommu_race(void)
     dp_finish(&dp);
 }
 
+/* A second frontend on a port whose first one used its queues: a reset
+ * leaves the queues allocated, the new frontend's SET_FEATURES hands every
+ * one of them the IOTLB, and an IOTLB message that comes before any vring
+ * message must still move them all to the new table (the old one is
+ * freed).  ASan saw the queue translate its ring through the freed table
+ * when only the queues below 'n_vqs' (0 after the reset) were moved. */
+static void
+test_iommu_reconnect(void)
+{
+    struct dp dp;
+
+    iommu_start(&dp, "iommu-reconnect", false, true);
+    iommu_roundtrip(&dp, 0, 64, NULL, "the first frontend");
+    for (unsigned int q = 0; q < 4; q++) {
+        tfe_vq_destroy(&dp.vq[q]);
+    }
+    tfe_destroy(dp.fe);
+    TU_CHECK(tu_wait_port(dp.port, tu_port_disconnected, NULL,
+                          TU_TIMEOUT_MS));
+
+    tu_log("a second frontend: IOTLB messages before any vring message");
+    dp.fe = tfe_create(dp_mem_create());
+    TU_CHECK_OK(tfe_connect(dp.fe, dp.path));
+    TU_CHECK(tu_wait_port(dp.port, tu_port_connected, NULL, TU_TIMEOUT_MS));
+    struct tfe_setup setup = {
+        .features_mask = DP_FULL | F(VIRTIO_F_ACCESS_PLATFORM),
+    };
+    TU_CHECK_OK(tfe_negotiate(dp.fe, &setup));
+    uint64_t uva = tfe_va_to_uva(dp.fe->mem->regions[0].va);
+    TU_CHECK_OK(tfe_iotlb_msg(dp.fe, VHOST_IOTLB_UPDATE, IOVA_OFF, PAGE, uva,
+                              VHOST_ACCESS_RW));
+    TU_CHECK_OK(tfe_iotlb_msg(dp.fe, VHOST_IOTLB_INVALIDATE, IOVA_OFF, PAGE,
+                              0, 0));
+
+    dp.fe->iova_offset = IOVA_OFF;
+    TU_CHECK_OK(tfe_set_backend_req_fd(dp.fe));
+    TU_CHECK_OK(tfe_set_mem_table(dp.fe));
+    for (unsigned int q = 0; q < 4; q++) {
+        TU_CHECK_OK(tfe_vring_setup(dp.fe, q, 256));
+        TU_CHECK_OK(tfe_set_vring_enable(dp.fe, q, true));
+    }
+    TU_CHECK_OK(tfe_iotlb_map_mem(dp.fe, VHOST_ACCESS_RW));
+    TU_CHECK(tu_wait_port(dp.port, tu_port_ready, NULL, TU_TIMEOUT_MS));
+    iommu_drain(&dp);
+    for (unsigned int q = 0; q < 4; q++) {
+        TU_CHECK_OK(tfe_vq_init(&dp.vq[q], dp.fe, q, q % 2, DP_ARENA_SIZE));
+    }
+    iommu_roundtrip(&dp, 0, 64, NULL, "the second frontend");
+    iommu_roundtrip(&dp, 1, 64, NULL, "the second frontend");
+    dp_finish(&dp);
+}
+
 /* The benchmark (`make bench-iommu`): not part of the testsuite, and it
  * asserts nothing on time. */
 
@@ -706,6 +758,8 @@ const struct tu_test tu_iommu_tests[] = {
       "vIOMMU: refused IOTLB messages, and misses never answered" },
     { "iommu-race", test_iommu_race,
       "vIOMMU: invalidations and updates racing bursts" },
+    { "iommu-reconnect", test_iommu_reconnect,
+      "vIOMMU: IOTLB messages from a second frontend before its vrings" },
     { "iommu-bench", test_iommu_bench,
       "benchmark: cycles per packet with and without an IOMMU "
       "(make bench-iommu)" },
