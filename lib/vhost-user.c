@@ -28,6 +28,7 @@
 #include "virtio.h"
 #include "virtq-poslog.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
 
 typedef int vhost_user_handler(struct vhost_dev *, struct vhost_user_msg *,
                                struct vhost_user_reply *);
@@ -730,6 +731,8 @@ vhost_user_get_vring_base(struct vhost_dev *dev, struct vhost_user_msg *msg,
     vq->ready = false;
     vq->has_kick = false;
     virtq_poslog_stop(vq);
+    /* Packets held for a translation were for this ring, not the next. */
+    virtq_iommu_free_held(vq);
     if (!vhost_dev_has_feature(dev, VHOST_USER_F_PROTOCOL_FEATURES)) {
         vq->enabled = false;
     }

@@ -345,7 +345,8 @@ virtq_iommu_held_pkts(struct virtq *vq)
     return vq->held->pkts;
 }
 
-/* Frees the first 'n' held packets of 'vq', which an enqueue placed. */
+/* Frees the first 'n' held packets of 'vq', which an enqueue placed, and
+ * the hold once it is empty: its bursts then take the usual path again. */
 void
 virtq_iommu_release_held(struct virtq *vq, unsigned int n)
 {
@@ -357,6 +358,10 @@ virtq_iommu_release_held(struct virtq *vq, unsigned int n)
     }
     h->n -= n;
     memmove(h->pkts, h->pkts + n, h->n * sizeof *h->pkts);
+    if (!h->n) {
+        free(h);
+        vq->held = NULL;
+    }
 }
 
 /* Frees every held packet of 'vq' and the hold: the vring is reset. */
@@ -365,7 +370,5 @@ virtq_iommu_free_held(struct virtq *vq)
 {
     if (vq->held) {
         virtq_iommu_release_held(vq, vq->held->n);
-        free(vq->held);
-        vq->held = NULL;
     }
 }
