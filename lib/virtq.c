@@ -181,6 +181,20 @@ virtq_part_sizes__(const struct virtq *vq, uint64_t *desc, uint64_t *avail,
     }
 }
 
+/* True if the ring parts at our addresses 'desc', 'avail' and 'used' are
+ * aligned as VIRTIO 1.2 §2.7 wants them in guest memory.  SET_VRING_ADDR
+ * checks the addresses it is given; this checks where they land: an IOTLB
+ * entry, or a region whose userspace_addr and mmap_offset disagree in
+ * their low bits, can move an aligned address off its alignment, and the
+ * data path reads and writes the indices atomically. */
+static bool
+virtq_parts_aligned__(const void *desc, const void *avail, const void *used)
+{
+    return !((uintptr_t) desc % VRING_DESC_ALIGN
+             || (uintptr_t) avail % VRING_AVAIL_ALIGN
+             || (uintptr_t) used % VRING_USED_ALIGN);
+}
+
 /* With an IOTLB: translates 'vq''s ring parts, I/O virtual addresses then,
  * and stores them as virtq_map() does.  A part the IOTLB has no entry for
  * yet is noted in 'ring_miss', for the control plane to ask the frontend
@@ -220,6 +234,9 @@ virtq_map_iova__(struct virtq *vq, const struct guest_mem *mem,
             }
             return false;
         }
+    }
+    if (!virtq_parts_aligned__(hva[0], hva[1], hva[2])) {
+        return false;
     }
     vq->desc = hva[0];
     vq->avail = hva[1];
@@ -265,7 +282,8 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
     void *desc = guest_mem_uva_to_hva_contig(mem, vq->desc_uva, desc_len);
     void *avail = guest_mem_uva_to_hva_contig(mem, vq->avail_uva, avail_len);
     void *used = guest_mem_uva_to_hva_contig(mem, vq->used_uva, used_len);
-    if (!desc || !avail || !used) {
+    if (!desc || !avail || !used
+        || !virtq_parts_aligned__(desc, avail, used)) {
         return false;
     }
     vq->desc = desc;

@@ -16,7 +16,10 @@
 #       packages, and is part of the stamp: give such a chroot a DIR of its
 #       own (the benchmarks' anchors, openvswitch-switch-dpdk, use
 #       /var/cache/ovs-vhost/chroot-trixie-bench), or it replaces the
-#       package test's.
+#       package test's.  --only "PKGS" installs PKGS alone, on debootstrap's
+#       minbase variant (no compiler): the QEMU 10 the testsuite's
+#       migration tests run under (tests/check-all.sh) needs only
+#       qemu-system-x86, in /var/cache/ovs-vhost/chroot-trixie-qemu10.
 #
 #   utilities/ovs-vhost-chroot.sh run DIR COMMAND...
 #       Runs COMMAND in the chroot DIR, in a mount namespace of its own
@@ -92,19 +95,25 @@ case $cmd in
   create)
     suite=trixie
     extra=
+    only=
+    variant=buildd
     while :; do
       case ${1:-} in
         --suite) suite=$2; shift 2 ;;
         --suite=*) suite=${1#--suite=}; shift ;;
         --extra) extra=$2; shift 2 ;;
         --extra=*) extra=${1#--extra=}; shift ;;
+        --only) only=$2; shift 2 ;;
+        --only=*) only=${1#--only=}; shift ;;
         *) break ;;
       esac
     done
     [ -z "$extra" ] || pkgs="$pkgs $extra"
+    [ -z "$only" ] || { pkgs="$only $extra"; variant=minbase; }
     root=${1:-/var/cache/ovs-vhost/chroot-$suite}
     [ "$(id -u)" = 0 ] || { log "needs root"; exit 1; }
     stamp="suite=$suite packages=$(echo $pkgs)"
+    [ "$variant" = buildd ] || stamp="$stamp variant=$variant"
     if [ -f "$root/.ovs-vhost-chroot" ] && [ "$(cat "$root/.ovs-vhost-chroot")" = "$stamp" ]; then
       log "using the chroot in $root"
       echo "$root"
@@ -123,8 +132,8 @@ urllib.request.urlopen(sys.argv[1], timeout=20).read(1)' \
     # its namespace.
     rm -rf "$new"
     mkdir -p "$(dirname "$root")"
-    log "debootstrap --variant=buildd $suite $new $mirror (a few minutes, once)"
-    debootstrap --variant=buildd "$suite" "$new" "$mirror" >"$new.log" 2>&1 \
+    log "debootstrap --variant=$variant $suite $new $mirror (a few minutes, once)"
+    debootstrap --variant="$variant" "$suite" "$new" "$mirror" >"$new.log" 2>&1 \
       || { tail -30 "$new.log" >&2; log "debootstrap failed (log: $new.log)"; exit 1; }
     # No daemon starts from package scripts inside the chroot.
     printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"

@@ -606,19 +606,19 @@ fuzz_ring_check_ring_map__(const struct fuzz_ring *fr)
 }
 
 /* Notes, as virtq_iommu_note_asked() does for the queue, that the
- * frontend was just asked for the page of 'iova' for 'perm'. */
+ * frontend was just asked for 'iova' for 'perm'. */
 static void
 fuzz_ring_note_asked__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
 {
     fr->asked = true;
-    fr->asked_page = iova & ~(uint64_t) 4095;
+    fr->asked_iova = iova;
     fr->asked_perm = perm;
     fr->asked_ms = fr->now_ms;
 }
 
 /* vhost_datapath_miss__() for a burst of 'fr''s queue that missed 'iova'
  * for 'perm': checks that virtq_iommu_should_ask() counts the wait and
- * asks unless the same page and access were asked for less than
+ * asks unless the same IOVA and access were asked for less than
  * VIRTQ_IOMMU_MISS_RETRY_MS ago with no update since.  Returns whether
  * it asked. */
 static bool
@@ -629,7 +629,7 @@ fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
         .miss = true, .miss_iova = iova, .miss_perm = perm,
     };
     uint64_t waits = vq->stats.iotlb_waits;
-    bool again = (fr->asked && fr->asked_page == (iova & ~(uint64_t) 4095)
+    bool again = (fr->asked && fr->asked_iova == iova
                   && fr->asked_perm == perm
                   && fr->now_ms - fr->asked_ms < VIRTQ_IOMMU_MISS_RETRY_MS);
 
@@ -665,8 +665,13 @@ fuzz_ring_iotlb_msg__(struct fuzz_ring *fr, const struct vhost_iotlb_msg *msg)
     FUZZ_CHECK(!error == fuzz_ring_iotlb_msg_ok__(msg));
     if (!error && vq->iotlb) {
         if (msg->type == VHOST_IOTLB_UPDATE) {
-            vq->miss_sent = false;
-            fr->asked = false;
+            /* As vhost_dev_iotlb_msg(): only an update that covers the
+             * IOVA asked for, with the access asked for, answers it. */
+            virtq_iommu_answered(vq, msg);
+            if (fr->asked && fr->asked_iova - msg->iova < msg->size
+                && (msg->perm & fr->asked_perm) == fr->asked_perm) {
+                fr->asked = false;
+            }
         }
         if (vq->ring_miss || vq->iotlb_lost
             || msg->type == VHOST_IOTLB_INVALIDATE) {

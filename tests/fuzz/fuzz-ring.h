@@ -201,7 +201,7 @@ struct fuzz_ring {
     long long int now_ms;
     bool asked;                     /* What virtq_iommu_should_ask() */
     uint8_t asked_perm;             /* should remember. */
-    uint64_t asked_page;
+    uint64_t asked_iova;
     long long int asked_ms;
 };
 

@@ -49,8 +49,15 @@ for t in "$@"; do
   else
     fail=$((fail + 1))
     echo "fuzz $t: FAILED (exit $rc after ${secs} s); findings:"
-    ls "$out/findings" | grep "^$t-" | sed 's/^/  /'
-    grep -E 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -20
+    grep -E 'ERROR|SUMMARY|invariant|runtime error|^ +#[0-9]+ ' "$log" \
+      | head -30 | sed 's/^/  | /'
+    # Each finding's bytes, base64, so that a CI log alone reproduces it
+    # (base64 -d > FILE; fuzz-TARGET-replay FILE).
+    for f in "$out/findings/$t-"*; do
+      [ -f "$f" ] || continue
+      echo "  | finding $(basename "$f") ($(wc -c <"$f") bytes):"
+      head -c 65536 "$f" | base64 -w 76 | sed 's/^/  |   /'
+    done
   fi
 done
 echo "fuzz: $pass passed, $fail failed"
