@@ -181,16 +181,21 @@ vhost_user_reset_owner(struct vhost_dev *dev, struct vhost_user_msg *msg,
 /* Postcopy (vhost-postcopy.h). */
 
 /* While postcopy listens, registers the region that 'r' (a copy of one
- * the frontend just sent, in the reply) names with the userfaultfd, and
- * puts in its 'userspace_addr' where we mapped it, as vhost-user.rst asks
- * of the reply to SET_MEM_TABLE (and QEMU of ADD_MEM_REG's). */
+ * the frontend just sent, in the reply) names in 'mem', the table about to
+ * be published, with the userfaultfd, and puts in its 'userspace_addr'
+ * where we mapped it, as vhost-user.rst asks of the reply to SET_MEM_TABLE
+ * (and QEMU of ADD_MEM_REG's).  Before the table is published: a burst
+ * that touched a page not received yet of a region not registered yet
+ * would fill it with zeros in the shared file, and the page the source
+ * then sends could not be placed (UFFDIO_COPY: EEXIST). */
 static int
 vhost_user_postcopy_region__(struct vhost_dev *dev,
                              const struct vhost_user_msg *msg,
+                             const struct guest_mem *mem,
                              struct vhost_user_mem_region *r)
 {
     const struct guest_mem_region *gr
-        = guest_mem_find_gpa(dev->mem, r->guest_phys_addr);
+        = guest_mem_find_gpa(mem, r->guest_phys_addr);
     const char *reason;
 
     if (!gr) {
@@ -324,22 +329,23 @@ vhost_user_set_mem_table(struct vhost_dev *dev, struct vhost_user_msg *msg,
         }
     }
 
-    vhost_dev_set_mem(dev, mem);
-    dev->counters.mem_table_updates++;
-    VLOG_INFO("%s: guest memory: %"PRIu32" regions, %"PRIu64" bytes",
-              dev->name, n, guest_mem_total_size(mem));
     if (dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
         /* The same table back, each region at its address here. */
         reply->payload.mem = *t;
         for (uint32_t i = 0; i < n; i++) {
             int error = vhost_user_postcopy_region__(
-                dev, msg, &reply->payload.mem.regions[i]);
+                dev, msg, mem, &reply->payload.mem.regions[i]);
             if (error) {
+                guest_mem_destroy(mem);
                 return error;
             }
         }
         reply->hdr.size = msg->hdr.size;
     }
+    vhost_dev_set_mem(dev, mem);
+    dev->counters.mem_table_updates++;
+    VLOG_INFO("%s: guest memory: %"PRIu32" regions, %"PRIu64" bytes",
+              dev->name, n, guest_mem_total_size(mem));
     return 0;
 }
 
@@ -372,15 +378,19 @@ vhost_user_add_mem_reg(struct vhost_dev *dev, struct vhost_user_msg *msg,
                                    "%#"PRIx64"): %s", r->guest_phys_addr,
                                    r->memory_size, reason);
     }
-    vhost_dev_set_mem(dev, mem);
-    dev->counters.mem_table_updates++;
     if (dev->postcopy_state == VHOST_POSTCOPY_LISTENING) {
         reply->payload.mem_reg = msg->payload.mem_reg;
-        error = vhost_user_postcopy_region__(dev, msg,
+        error = vhost_user_postcopy_region__(dev, msg, mem,
                                              &reply->payload.mem_reg.region);
+        if (error) {
+            guest_mem_destroy(mem);
+            return error;
+        }
         reply->hdr.size = sizeof reply->payload.mem_reg;
     }
-    return error;
+    vhost_dev_set_mem(dev, mem);
+    dev->counters.mem_table_updates++;
+    return 0;
 }
 
 static int

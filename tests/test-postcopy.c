@@ -266,6 +266,44 @@ pc_fds_are__(void *n)
 
 /* The steps out of order, and without PAGEFAULT: each refused and
  * counted, the connection and the process unharmed, no fd left. */
+/* While listening, ADD_MEM_REG of a region that the userfaultfd cannot
+ * take (a file on disk: UFFDIO_REGISTER's missing mode wants anonymous,
+ * shmem or hugetlbfs memory) is refused, counted, and the table in use
+ * is the one before it: a region is registered before the data path can
+ * touch it. */
+static void
+pc_unregistrable_region(struct pc *pc)
+{
+    char path[] = "/var/tmp/ovs-vhost-pc-XXXXXX";
+    int fd = mkstemp(path);
+    uint64_t size = 1 << 20;
+
+    TU_CHECK_CMP(fd, >=, 0);
+    unlink(path);
+    TU_CHECK_OK(ftruncate(fd, size));
+
+    struct vhost_port_info before = tu_port_info(pc->port);
+    const struct tfe_region *last
+        = &pc->fe->mem->regions[pc->fe->mem->n_regions - 1];
+    struct vhost_user_mem_region r = {
+        .guest_phys_addr = last->gpa + last->size + (1 << 20),
+        .memory_size = size,
+        .userspace_addr = 0x7e0000000000ull,
+        .mmap_offset = 0,
+    };
+    tu_log("a region on a file on disk: refused, the table unchanged");
+    TU_CHECK_EQ(tfe_add_mem_reg(pc->fe, &r, fd), TFE_NACK);
+    close(fd);
+
+    struct vhost_port_info after = tu_port_info(pc->port);
+    TU_CHECK_EQ(after.n_mem_regions, before.n_mem_regions);
+    TU_CHECK_EQ(after.mem_size, before.mem_size);
+    TU_CHECK_EQ(after.counters.postcopy_rejected,
+                before.counters.postcopy_rejected + 1);
+    TU_CHECK_EQ(after.counters.postcopy_regions,
+                before.counters.postcopy_regions);
+}
+
 static void
 test_postcopy_order(void)
 {
@@ -309,6 +347,17 @@ test_postcopy_order(void)
     TU_CHECK_EQ(tu_port_info(pc.port).counters.postcopy_rejected, 4);
 
     tu_log("a frontend gone while listening leaves nothing behind");
+    pc_finish(&pc);
+    pc_start(&pc, "pc-order", true);
+    TU_CHECK_OK(tfe_postcopy_advise(pc.fe, &ufd));
+    close(ufd);
+    TU_CHECK_OK(tfe_postcopy_listen(pc.fe));
+    uint64_t base;
+    TU_CHECK_OK(tfe_postcopy_add_mem_reg(pc.fe, 0, &base));
+    pc_unregistrable_region(&pc);
+    tfe_disconnect(pc.fe);
+    TU_CHECK(tu_wait_port(pc.port, tu_port_disconnected, NULL,
+                          TU_TIMEOUT_MS));
     pc_finish(&pc);
     pc_start(&pc, "pc-order", true);
     TU_CHECK_OK(tfe_postcopy_advise(pc.fe, &ufd));

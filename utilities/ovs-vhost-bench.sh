@@ -15,7 +15,11 @@
 #           sockets live under DIR/tmp, where both sides see them.  If the
 #           chroot cannot be made (no archive), dpdk13 is skipped, said
 #           so, and the other backends still run;
-#   ovs     ovs-vhost-fwd --mode=io.
+#   ovs     ovs-vhost-fwd --mode=io;
+#   base    the same with another build's ovs-vhost-fwd, --base-fwd PATH
+#           (an older commit's, say): what a change costs the rows it
+#           should not touch, side by side in one run (add "base" to
+#           --backends; its table compares ours with it, paired).
 #
 # For each row (ring layout x frame size x mergeable RX buffers on/off)
 # and backend it measures, REPS times over DURATION seconds, the packets the backend
@@ -43,7 +47,7 @@
 # Usage: ovs-vhost-bench.sh [--fwd PATH] [--out DIR] [--duration S]
 #            [--reps N] [--sizes "64 1518"] [--mrg "0 1"] [--queues N]
 #            [--tx-first N] [--backends "dpdk dpdk13 ovs"]
-#            [--rings "split packed"] [--chroot DIR]
+#            [--rings "split packed"] [--chroot DIR] [--base-fwd PATH]
 # `make bench` runs it on the build tree (BENCHFLAGS= passes options).
 #
 # Runs as root on Linux with dpdk-testpmd (Debian package dpdk) and no
@@ -55,6 +59,7 @@ srcdir=$(cd "$(dirname "$0")/.." && pwd)
 . "$srcdir/tests/testpmd-lib.sh"
 
 fwd=
+base_fwd=
 out=bench
 duration=4
 # Even, so that each backend has as many runs right after the other
@@ -89,6 +94,7 @@ while [ $# -gt 0 ]; do
     --backends) backends=$2; shift ;;
     --rings) rings=$2; shift ;;
     --chroot) chroot=$2; shift ;;
+    --base-fwd) base_fwd=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ovs-vhost-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -106,6 +112,14 @@ if [ -z "$fwd" ] || [ ! -x "$fwd" ]; then
     exit 2
 fi
 VFWD_BIN=$fwd
+case " $backends " in
+*" base "*)
+    case $base_fwd in /*) ;; ?*) base_fwd=$PWD/$base_fwd ;; esac
+    if [ -z "$base_fwd" ] || [ ! -x "$base_fwd" ]; then
+        echo "ovs-vhost-bench: backend base needs --base-fwd PATH, an ovs-vhost-fwd" >&2
+        exit 2
+    fi ;;
+esac
 tpmd_available || { echo "ovs-vhost-bench: dpdk-testpmd not found" >&2; exit 2; }
 
 mkdir -p "$out/logs" || exit 2
@@ -188,7 +202,9 @@ run_backend () {
         tpmd_wait_ready be "$D" 60 || return 1
         tpmd_cmd be "$D" start >/dev/null || return 1
         ;;
-    ovs)
+    ovs|base)
+        VFWD_BIN=$fwd
+        [ "$be" = base ] && VFWD_BIN=$base_fwd
         # shellcheck disable=SC2086
         vfwd_start be "$D" --server "$D/s0" --server "$D/s1" \
             --queues "$queues" --mode=io --cpu="$be_cpu" || return 1
@@ -209,7 +225,7 @@ run_backend () {
         grep 'virtio: using' "$D/fe.log" >&2
         return 1
     fi
-    if [ "$be" = ovs ]; then
+    if [ "$be" = ovs ] || [ "$be" = base ]; then
         vfwd_wait_queues be "$D" p0 "$queues" && vfwd_wait_queues be "$D" p1 "$queues" || return 1
     fi
     tpmd_cmd fe "$D" "start tx_first $tx_first" >/dev/null || return 1
@@ -217,7 +233,7 @@ run_backend () {
 
     case $be in
         dpdk|dpdk13) tpmd_cmd be "$D" "clear fwd stats all" >/dev/null ;;
-        ovs) c0=$(fwd_cycles_rx "$D") || return 1 ;;
+        ovs|base) c0=$(fwd_cycles_rx "$D") || return 1 ;;
         esac
         rx0=$(fe_rx "$D"); t0=$(now)
         sleep "$duration"
@@ -227,7 +243,7 @@ run_backend () {
             cpp=$(tpmd_cmd be "$D" "show fwd stats all" |
                   sed -n 's/.*CPU cycles\/packet=\([0-9.]*\).*/\1/p' | tail -1)
             ;;
-        ovs)
+        ovs|base)
             c1=$(fwd_cycles_rx "$D") || return 1
             cpp=$(echo "$c0 $c1" | awk '{ d = $4 - $2; printf "%.2f", d ? ($3 - $1) / d : 0 }')
             ;;
@@ -241,7 +257,7 @@ run_backend () {
     tpmd_stop fe "$D" >/dev/null
     case $be in
     dpdk|dpdk13) tpmd_stop be "$D" >/dev/null ;;
-    ovs) vfwd_stop be "$D" ;;
+    ovs|base) vfwd_stop be "$D" ;;
     esac
     for f in "$D"/*.log; do
         [ -e "$f" ] && cp "$f" "$out/logs/$be-$ring-$size-mrg$mrg-run$rep-${f##*/}"
@@ -369,6 +385,25 @@ done
         echo
         echo "The Debian 13 anchor (DPDK 24.11) did not run${ANCHOR13_WHY:+: $ANCHOR13_WHY}."
     fi
+    case " $backends " in
+    *" base "*)
+        echo
+        echo "Against the base build ($base_fwd): ours / base, paired (median of the ratios of runs made back to back):"
+        echo
+        echo "| ring | frame | mrg_rxbuf | base Mpps | base cycles/pkt | ovs-vhost Mpps | ovs-vhost cycles/pkt | paired Mpps ours/base | paired cycles ours/base |"
+        echo "|:---|---:|:---:|---:|---:|---:|---:|---:|---:|"
+        for ring in $rings; do
+            for size in $sizes; do
+                for mrg in $mrgs; do
+                    printf '| %s | %s B | %s | %s | %s | %s | %s | %s | %s |\n' "$ring" "$size" \
+                        "$([ "$mrg" = 1 ] && echo on || echo off)" \
+                        "$(median base "$ring" "$size" "$mrg" 6)" "$(median base "$ring" "$size" "$mrg" 7)" \
+                        "$(median ovs "$ring" "$size" "$mrg" 6)" "$(median ovs "$ring" "$size" "$mrg" 7)" \
+                        "$(paired "$ring" "$size" "$mrg" 6 base)" "$(paired "$ring" "$size" "$mrg" 7 base)"
+                done
+            done
+        done ;;
+    esac
     echo
     echo "Median of $reps runs of ${duration} s, the backends alternating (paired: median of the ratios of runs made back to back); testpmd virtio-user (2 ports, io, start tx_first $tx_first, queues=$queues; packed_vq=1 on packed rows) as the frontend;"
     echo "frontend forwarding lcore on CPU $fe_cpu, backend forwarding thread on CPU $be_cpu."
