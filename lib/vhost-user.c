@@ -810,7 +810,12 @@ vhost_user_set_vring_kick(struct vhost_dev *dev, struct vhost_user_msg *msg,
     close_fd_quietly(vq->kick_fd);
     vq->kick_fd = fd;
     if (!vq->has_kick) {
-        switch (virtq_poslog_start(vq, dev->mem)) {
+        /* No recovery while postcopy listens: it reads the ring in guest
+         * memory, maybe on a page not received yet, and the engine loop
+         * would wait for it.  A ring started then is a migration's
+         * destination, its base the source's GET_VRING_BASE. */
+        switch (virtq_poslog_start(vq, dev->mem, dev->postcopy_state
+                                                 != VHOST_POSTCOPY_LISTENING)) {
         case VIRTQ_POSLOG_INEXACT:
             dev->counters.rings_recovered_inexact++;
             /* Fall through. */

@@ -265,12 +265,14 @@ virtq_poslog_ran__(const struct virtq *vq)
  * 'vq''s slot for this ring.  If the slot holds a started ring of the
  * same identity, the backend that wrote it died without a GET_VRING_BASE,
  * and the frontend's base is stale: the ring is moved to the logged
- * position, with a log line.  Returns VIRTQ_POSLOG_RECOVERED if that
+ * position, with a log line; unless not 'recover', when nothing of the
+ * ring in guest memory may be read.  Returns VIRTQ_POSLOG_RECOVERED if that
  * changed it, VIRTQ_POSLOG_INEXACT if the log cannot be exact (see
  * virtq_poslog_strays__()), else VIRTQ_POSLOG_NONE (also for a split
  * ring or without a log). */
 enum virtq_poslog_result
-virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
+virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem,
+                   bool recover)
 {
     struct virtq_poslog_slot *slot = vq->poslog_slot;
     struct virtq_poslog_slot id;
@@ -282,8 +284,10 @@ virtq_poslog_start(struct virtq *vq, const struct guest_mem *mem)
     }
 
     uint32_t base = virtq_get_base(vq);
-    if (slot->started && virtq_poslog_same_ring__(slot, &id)
-        && !virtq_poslog_ran__(vq)) {
+    if (!recover) {
+        /* Claimed without a look at the ring. */
+    } else if (slot->started && virtq_poslog_same_ring__(slot, &id)
+               && !virtq_poslog_ran__(vq)) {
         vhost_log_rl(&vq->rl, VHOST_LOG_INFO,
                      "%s: vring %u: the logged ring's device area was never "
                      "written: the driver set the ring up afresh (a reset "

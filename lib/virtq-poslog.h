@@ -129,7 +129,8 @@ enum virtq_poslog_result {
 };
 
 enum virtq_poslog_result virtq_poslog_start(struct virtq *,
-                                            const struct guest_mem *);
+                                            const struct guest_mem *,
+                                            bool recover);
 void virtq_poslog_stop(struct virtq *);
 
 /* Records, for the log, that 'vq''s burst is about to hand its used
