@@ -683,7 +683,8 @@ vhost_user_set_vring_addr(struct vhost_dev *dev, struct vhost_user_msg *msg,
     if (dev->mem && vq->size && !mapped && !waits) {
         return vhost_user_reject__(dev, msg, "vring %u (desc %#"PRIx64", "
                                    "avail %#"PRIx64", used %#"PRIx64") is "
-                                   "not inside guest memory", vq->index,
+                                   "not inside guest memory, or lands "
+                                   "unaligned there", vq->index,
                                    a->desc_user_addr, a->avail_user_addr,
                                    a->used_user_addr);
     }

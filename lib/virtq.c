@@ -88,7 +88,8 @@ virtq_configure(struct virtq *vq, uint64_t features,
         if (!virtq_map(vq, mem) && mem && vq->has_addr && vq->size
             && !vq->ring_miss) {
             vhost_log_rl(&vq->rl, VHOST_LOG_WARN, "%s: vring %u does not "
-                         "fit guest memory in the %s layout: stopped until "
+                         "fit guest memory (or lands unaligned) in the %s "
+                         "layout: stopped until "
                          "SET_VRING_ADDR or SET_MEM_TABLE make it fit",
                          vq->name, vq->index, packed ? "packed" : "split");
         }

@@ -258,6 +258,25 @@ test_vring_addr(void)
     CHECK_ACK(tfe_set_vring_addr_raw(fx.fe, &addr));
     TU_CHECK(!tu_queue_info(fx.port, 0).log_used);
 
+    tu_log("a memory table whose userspace_addr is 8 bytes off where its "
+           "fd maps: a descriptor table at an aligned address lands "
+           "unaligned, and is refused");
+    {
+        const struct tfe_mem *m = fx.fe->mem;
+        struct vhost_user_mem_region regions[TFE_MAX_REGIONS];
+        int fds[TFE_MAX_REGIONS];
+
+        for (size_t i = 0; i < m->n_regions; i++) {
+            tfe_mem_region_desc(m, i, &regions[i]);
+            regions[i].userspace_addr -= 8;
+            fds[i] = m->regions[i].fd;
+        }
+        CHECK_ACK(tfe_set_mem_table_raw(fx.fe, regions, m->n_regions, fds,
+                                        m->n_regions));
+        CHECK_NACK(&fx, tfe_set_vring_addr_raw(fx.fe, &good));
+        CHECK_ACK(tfe_set_mem_table(fx.fe));
+    }
+
     tu_log("the last good address stays after a rejection");
     CHECK_ACK(tfe_set_vring_addr_raw(fx.fe, &good));
     addr = good;
