@@ -17,6 +17,7 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-anchor13.sh \
 	docs/benchmark.md \
 	docs/benchmark-ovs.md \
+	docs/ovn-plan.md \
 	docs/bench.png
 
 # `make bench`: ovs-vhost-fwd against DPDK's vhost PMD, with testpmd's
