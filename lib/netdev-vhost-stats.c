@@ -140,6 +140,7 @@ netdev_vhost_get_stats(const struct netdev *netdev,
     VRING_STAT(small_buf_stops, "small_buf_stops") \
     VRING_STAT(iotlb_hits, "iotlb_hits") \
     VRING_STAT(iotlb_misses, "iotlb_misses") \
+    VRING_STAT(iotlb_misses_ahead, "iotlb_misses_ahead") \
     VRING_STAT(iotlb_waits, "iotlb_waits") \
     VRING_STAT(iotlb_denied, "iotlb_denied")
 
@@ -433,8 +434,9 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
         }
         if (st.iotlb_hits || st.iotlb_misses || st.iotlb_denied) {
             ds_put_format(ds, ", iotlb hits %"PRIu64", misses %"PRIu64
-                          ", waits %"PRIu64", denied %"PRIu64,
-                          st.iotlb_hits, st.iotlb_misses, st.iotlb_waits,
+                          " (ahead %"PRIu64"), waits %"PRIu64", denied %"
+                          PRIu64, st.iotlb_hits, st.iotlb_misses,
+                          st.iotlb_misses_ahead, st.iotlb_waits,
                           st.iotlb_denied);
         }
         ds_put_char(ds, '\n');

@@ -137,18 +137,43 @@ vhost_datapath_log_done__(struct vhost_dev *dev, const struct virtq *vq,
     }
 }
 
+/* Asks the frontend for the pages of the chains after the one a burst of
+ * 'vq' missed at ('ctx'), at 'now_ms' (virtq-iommu.h, "Ask ahead"), as
+ * many as it takes without waiting for the channel. */
+static void OVS_COLD
+vhost_datapath_ask_ahead__(struct vhost_dev *dev, struct virtq *vq,
+                           const struct virtq_ctx *ctx, long long int now_ms)
+{
+    struct virtq_iommu_ahead a;
+
+    virtq_iommu_look_ahead(vq, ctx, now_ms, &a);
+    for (unsigned int i = 0; i < a.n; i++) {
+        if (vhost_dev_send_iotlb_miss(dev, a.iova[i], a.perm[i], false)) {
+            break;              /* Asked for by a later miss, if need be. */
+        }
+        virtq_iommu_note_ahead(vq, a.iova[i], a.perm[i], now_ms);
+        vq->stats.iotlb_misses_ahead++;
+    }
+}
+
 /* A burst of 'vq' stopped at a buffer whose translation the IOTLB lacks
- * (virtq-iommu.h): asks the frontend for it, unless it was just asked.
- * Called with the queue's access lock held. */
+ * (virtq-iommu.h): asks the frontend for it, unless it was just asked,
+ * and for the chains after it.  Called with the queue's access lock
+ * held. */
 static void OVS_COLD
 vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
                       const struct virtq_ctx *ctx)
 {
-    if (virtq_iommu_should_ask(vq, ctx, vhost_time_msec())) {
+    long long int now_ms = vhost_time_msec();
+
+    if (!virtq_iommu_should_ask(vq, ctx, now_ms)) {
+        vhost_datapath_ask_ahead__(dev, vq, ctx, now_ms);
+    } else {
         int error = vhost_dev_send_iotlb_miss(dev, ctx->miss_iova,
                                               ctx->miss_perm, false);
         if (!error) {
             vq->stats.iotlb_misses++;
+            vhost_datapath_ask_ahead__(dev, vq, ctx, now_ms);
         } else if (error == EBUSY) {
             vq->miss_sent = false;      /* The next burst asks. */
         } else {

@@ -17,7 +17,9 @@
 #include "vhost-iotlb.h"
 #include "vhost-log.h"
 #include "virtq.h"
+#include "virtq-packed.h"
 #include "virtq-segs.h"
+#include "virtq-split.h"
 
 /* Translates I/O virtual address 'iova' for access 'perm' through 'iotlb'
  * and then 'mem'.  On success returns our address of it, stores its guest
@@ -232,11 +234,50 @@ virtq_iommu_remap(struct virtq *vq, const struct guest_mem *mem)
     return false;
 }
 
+/* Pages asked for ahead (virtq-iommu.h, "Ask ahead"): the last
+ * VIRTQ_IOMMU_ASKED_MAX, a ring of them, the oldest overwritten first. */
+struct virtq_iommu_asked {
+    unsigned int next;          /* The slot the next one takes. */
+    struct {
+        bool live;              /* Asked, and no update covered it. */
+        uint8_t perm;
+        uint64_t iova;          /* As asked: a page's first IOVA in use. */
+        long long int ms;       /* When. */
+    } e[VIRTQ_IOMMU_ASKED_MAX];
+};
+
+static inline uint64_t
+virtq_iommu_page__(uint64_t iova)
+{
+    return iova & ~(uint64_t) (VIRTQ_IOMMU_PAGE - 1);
+}
+
+/* True if the page of 'iova' was asked for ahead for 'perm' less than
+ * VIRTQ_IOMMU_MISS_RETRY_MS before 'now_ms' and no update covered it
+ * since; then stores when in '*msp'. */
+static bool
+virtq_iommu_asked_ahead__(const struct virtq *vq, uint64_t iova, uint8_t perm,
+                          long long int now_ms, long long int *msp)
+{
+    const struct virtq_iommu_asked *a = vq->asked_ahead;
+
+    for (unsigned int i = 0; a && i < VIRTQ_IOMMU_ASKED_MAX; i++) {
+        if (a->e[i].live && a->e[i].perm == perm
+            && virtq_iommu_page__(a->e[i].iova) == virtq_iommu_page__(iova)
+            && now_ms - a->e[i].ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
+            *msp = a->e[i].ms;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A burst of 'vq' stopped at the miss recorded in 'ctx'.  Counts the
  * wait, and returns true if the frontend is to be asked for the
  * translation (and then notes it as asked at 'now_ms'): not if the same
- * page was asked for less than VIRTQ_IOMMU_MISS_RETRY_MS ago and no
- * update has come since. */
+ * IOVA was asked for less than VIRTQ_IOMMU_MISS_RETRY_MS ago and no
+ * update has come since, nor if its page was asked for ahead as recently
+ * (then it is noted as asked when that was, and waited for). */
 bool
 virtq_iommu_should_ask(struct virtq *vq, const struct virtq_ctx *ctx,
                        long long int now_ms)
@@ -245,6 +286,14 @@ virtq_iommu_should_ask(struct virtq *vq, const struct virtq_ctx *ctx,
     if (vq->miss_sent && vq->miss_sent_iova == ctx->miss_iova
         && vq->miss_sent_perm == ctx->miss_perm
         && now_ms - vq->miss_sent_ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
+        return false;
+    }
+
+    /* Asked for ahead of an earlier miss: its answer is on its way. */
+    long long int asked_ms;
+    if (virtq_iommu_asked_ahead__(vq, ctx->miss_iova, ctx->miss_perm, now_ms,
+                                  &asked_ms)) {
+        virtq_iommu_note_asked(vq, ctx->miss_iova, ctx->miss_perm, asked_ms);
         return false;
     }
     virtq_iommu_note_asked(vq, ctx->miss_iova, ctx->miss_perm, now_ms);
@@ -267,16 +316,164 @@ virtq_iommu_waiting(struct virtq *vq)
     return false;
 }
 
-/* Clears 'vq''s outstanding miss if IOTLB update 'msg' answers it: it
- * covers the IOVA asked for, with the access asked for. */
+/* Clears 'vq''s outstanding miss, and forgets the pages asked for ahead,
+ * that IOTLB update 'msg' answers: it covers the IOVA asked for, with the
+ * access asked for. */
 void
 virtq_iommu_answered(struct virtq *vq, const struct vhost_iotlb_msg *msg)
 {
+    struct virtq_iommu_asked *a = vq->asked_ahead;
+
     if (vq->miss_sent
         && vq->miss_sent_iova - msg->iova < msg->size
         && (msg->perm & vq->miss_sent_perm) == vq->miss_sent_perm) {
         vq->miss_sent = false;
     }
+    for (unsigned int i = 0; a && i < VIRTQ_IOMMU_ASKED_MAX; i++) {
+        if (a->e[i].live && a->e[i].iova - msg->iova < msg->size
+            && (msg->perm & a->e[i].perm) == a->e[i].perm) {
+            a->e[i].live = false;
+        }
+    }
+}
+
+/* Looks at the chains 'vq' has available from the one a burst missed at
+ * ('ctx'), and stores in 'a' the pages their buffers use that are to be
+ * asked for ahead at 'now_ms' (virtq-iommu.h, "Ask ahead").  Reads the
+ * ring, which must be mapped, and changes nothing.  The caller holds the
+ * access lock, sends the misses and notes each one it sent with
+ * virtq_iommu_note_ahead(). */
+void
+virtq_iommu_look_ahead(struct virtq *vq, const struct virtq_ctx *ctx,
+                       long long int now_ms, struct virtq_iommu_ahead *a)
+{
+    a->ctx = ctx;
+    a->now_ms = now_ms;
+    a->work = VIRTQ_IOMMU_AHEAD_WORK;
+    a->n = 0;
+    if (!ctx->iotlb || !vq->desc || vq->broken) {
+        return;
+    }
+    if (vq->packed) {
+        virtq_packed_look_ahead(vq, a);
+    } else {
+        virtq_split_look_ahead(vq, a);
+    }
+}
+
+/* Takes one descriptor read or IOTLB lookup from look-ahead 'a''s work;
+ * false if none is left, and the look-ahead ends. */
+bool
+virtq_iommu_ahead_spend(struct virtq_iommu_ahead *a)
+{
+    if (!a->work) {
+        return false;
+    }
+    a->work--;
+    return true;
+}
+
+/* True if look-ahead 'a' of 'vq' is not to ask for the page of 'iova' for
+ * 'perm': the burst's miss asks for it, this look-ahead does already, or
+ * an earlier one did and waits for the answer. */
+static bool
+virtq_iommu_ahead_known__(const struct virtq *vq,
+                          const struct virtq_iommu_ahead *a, uint64_t iova,
+                          uint8_t perm)
+{
+    uint64_t page = virtq_iommu_page__(iova);
+    long long int ms;
+
+    if (a->ctx->miss && a->ctx->miss_perm == perm
+        && virtq_iommu_page__(a->ctx->miss_iova) == page) {
+        return true;
+    }
+    for (unsigned int i = 0; i < a->n; i++) {
+        if (a->perm[i] == perm && virtq_iommu_page__(a->iova[i]) == page) {
+            return true;
+        }
+    }
+    return virtq_iommu_asked_ahead__(vq, iova, perm, a->now_ms, &ms);
+}
+
+/* Look-ahead 'a' of 'vq' met a buffer of 'len' bytes at I/O virtual
+ * address 'iova' that needs access 'perm': adds the pages of it that the
+ * IOTLB has no entry for and that are not known already.  Returns false
+ * if the look-ahead is to end: out of work or of room. */
+bool
+virtq_iommu_ahead_buf(struct virtq *vq, struct virtq_iommu_ahead *a,
+                      uint64_t iova, uint64_t len, uint8_t perm)
+{
+    /* Guest-controlled: 'iova' and 'len', from a descriptor's copy; a
+     * buffer that wraps is the walk's to drop. */
+    if (!len || !range_fits(iova, len)) {
+        return true;
+    }
+    uint64_t end = iova + len;
+    while (iova < end) {
+        uint64_t uva, n;
+
+        if (!virtq_iommu_ahead_spend(a)) {
+            return false;
+        }
+        switch (vhost_iotlb_translate(a->ctx->iotlb, iova, perm, &uva, &n)) {
+        case VHOST_IOTLB_HIT:
+            if (n >= end - iova) {
+                return true;
+            }
+            iova += n;
+            continue;
+        case VHOST_IOTLB_NOT_FOUND:
+            break;
+        case VHOST_IOTLB_DENIED:
+        default:
+            return true;        /* The walk drops the chain. */
+        }
+        if (!virtq_iommu_ahead_known__(vq, a, iova, perm)) {
+            if (a->n >= VIRTQ_IOMMU_AHEAD_PAGES) {
+                return false;
+            }
+            a->iova[a->n] = iova;
+            a->perm[a->n] = perm;
+            a->n++;
+        }
+        uint64_t next = virtq_iommu_page__(iova) + VIRTQ_IOMMU_PAGE;
+        if (next <= iova) {
+            return true;        /* The last page of the IOVA space. */
+        }
+        iova = next;
+    }
+    return true;
+}
+
+/* Notes that the frontend was asked at 'now_ms', ahead, for the page of
+ * 'iova' for 'perm' (from a virtq_iommu_look_ahead() of 'vq').  The
+ * caller holds the access lock. */
+void
+virtq_iommu_note_ahead(struct virtq *vq, uint64_t iova, uint8_t perm,
+                       long long int now_ms)
+{
+    struct virtq_iommu_asked *a = vq->asked_ahead;
+
+    if (!a) {
+        a = vq->asked_ahead = calloc(1, sizeof *a);
+        if (!a) {
+            return;             /* Only a duplicate miss, later. */
+        }
+    }
+    a->e[a->next].live = true;
+    a->e[a->next].perm = perm;
+    a->e[a->next].iova = iova;
+    a->e[a->next].ms = now_ms;
+    a->next = (a->next + 1) % VIRTQ_IOMMU_ASKED_MAX;
+}
+
+/* Forgets the pages 'vq' asked for ahead: the vring is reset. */
+void
+virtq_iommu_free_ahead(struct virtq *vq)
+{
+    free(vq->asked_ahead);
+    vq->asked_ahead = NULL;
 }
 
 /* Notes that the frontend was asked at 'now_ms' for the translation of

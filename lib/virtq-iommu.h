@@ -41,6 +41,33 @@
  * (vhost-datapath.c).  The hold is bounded; past it, packets are refused
  * as before, and the embedder counts its drops.
  *
+ * Ask ahead
+ * =========
+ *
+ * A guest whose IOMMU maps each buffer as it posts it and unmaps it when
+ * the device has used it (Linux with iommu.strict=1) gives every buffer a
+ * new IOVA: without more, each packet toward it costs one miss, and one
+ * round trip through the frontend's main loop, one at a time (a QEMU
+ * under TCG answers some 250 a second, and bulk UDP toward the guest
+ * overflowed the hold).  So a burst that misses also looks at the chains
+ * after the one that missed, up to VIRTQ_IOMMU_AHEAD_CHAINS of them, and
+ * asks for the pages of their buffers that have no entry, up to
+ * VIRTQ_IOMMU_AHEAD_PAGES (virtq_iommu_look_ahead(), counted in
+ * 'iotlb_misses_ahead'): one round trip answers a batch.  Both directions
+ * do it: a guest TX chain has a fresh IOVA as well.
+ *
+ * The look-ahead only reads: descriptors in the ring (translated with
+ * the ring, as a whole), never an indirect table (which has an IOVA of
+ * its own: it asks for the table's page instead), every index checked as
+ * the walkers check it, and no more than VIRTQ_IOMMU_AHEAD_WORK
+ * descriptor reads and IOTLB lookups, whatever the ring holds.  A page is
+ * not asked for if it translates, if this look-ahead or the burst's own
+ * miss asks for it already, or if it was asked for ahead less than
+ * VIRTQ_IOMMU_MISS_RETRY_MS ago with no update to cover it since (the
+ * last VIRTQ_IOMMU_ASKED_MAX of them are kept).  A burst that then misses
+ * on such a page does not ask again either (virtq_iommu_should_ask()): it
+ * waits for the answer already on its way, as for its own miss.
+ *
  * Ring addresses are translated by the control plane (virtq_map()), which
  * asks for a missing ring translation itself: a new ring waits, unmapped
  * and not ready, until its entries arrive (vhost_dev_iotlb_msg()).  A ring
@@ -101,6 +128,35 @@ void virtq_iommu_note_asked(struct virtq *, uint64_t iova, uint8_t perm,
                             long long int now_ms);
 bool virtq_iommu_waiting(struct virtq *);
 void virtq_iommu_answered(struct virtq *, const struct vhost_iotlb_msg *);
+
+/* Ask ahead (see above). */
+#define VIRTQ_IOMMU_AHEAD_CHAINS 32 /* Chains looked at, the missing one
+                                     * included. */
+#define VIRTQ_IOMMU_AHEAD_PAGES 32  /* Pages asked for, at most. */
+#define VIRTQ_IOMMU_AHEAD_WORK 512  /* Descriptor reads and lookups. */
+#define VIRTQ_IOMMU_ASKED_MAX 64    /* Pages asked ahead remembered. */
+#define VIRTQ_IOMMU_PAGE 4096       /* The granule of the dedup: the
+                                     * smallest IOMMU page. */
+
+/* One look-ahead: what it may still do, and what it found to ask for. */
+struct virtq_iommu_ahead {
+    const struct virtq_ctx *ctx;    /* The burst that missed. */
+    long long int now_ms;
+    unsigned int work;              /* Reads and lookups left. */
+    unsigned int n;                 /* Pages to ask for, in ring order: */
+    uint64_t iova[VIRTQ_IOMMU_AHEAD_PAGES];     /* The first IOVA of each
+                                                 * that a buffer uses. */
+    uint8_t perm[VIRTQ_IOMMU_AHEAD_PAGES];
+};
+
+void virtq_iommu_look_ahead(struct virtq *, const struct virtq_ctx *,
+                            long long int now_ms, struct virtq_iommu_ahead *);
+bool virtq_iommu_ahead_spend(struct virtq_iommu_ahead *);
+bool virtq_iommu_ahead_buf(struct virtq *, struct virtq_iommu_ahead *,
+                           uint64_t iova, uint64_t len, uint8_t perm);
+void virtq_iommu_note_ahead(struct virtq *, uint64_t iova, uint8_t perm,
+                            long long int now_ms);
+void virtq_iommu_free_ahead(struct virtq *);
 
 /* Packets held on a guest RX vring for want of a translation: at most
  * VIRTQ_HELD_MAX of them and VIRTQ_HELD_MAX_BYTES in all. */

@@ -40,6 +40,7 @@
 #include "util.h"
 #include "vhost-cold.h"
 #include "vhost-dirty-log.h"
+#include "vhost-iotlb.h"
 #include "virtio-net-hdr.h"
 #include "virtio-ring.h"
 #include "virtio-ring-packed.h"
@@ -1156,6 +1157,57 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
         virtq_packed_prefetch_ahead__(vq, ctx->mem, hdr_len, true, 0);
     }
     return done;
+}
+
+/* Ask ahead (virtq-iommu.h): the packed ring's part of
+ * virtq_iommu_look_ahead().  Reads the descriptors available from
+ * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS chains and never
+ * more than the ring (§2.8.6: a chain is at most the ring), and hands
+ * look-ahead 'a' each buffer of the queue's direction and each indirect
+ * table, whose descriptors it does not read (the table may miss).  A
+ * descriptor that breaks a rule ends its chain's part, for the burst to
+ * drop.  Each descriptor read costs 'a' one unit of its bounded work. */
+void
+virtq_packed_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
+{
+    const struct vring_packed_desc *ring = vq->desc;
+    const bool write = !(vq->index & 1);
+    const uint8_t perm = write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO;
+    uint16_t pos = vq->last_avail_idx;
+    bool wrap = vq->avail_wrap_counter;
+    unsigned int chains = 0;
+    bool skip = false;          /* The rest of this chain. */
+
+    for (uint32_t seen = 0;
+         seen < vq->size && chains < VIRTQ_IOMMU_AHEAD_CHAINS; seen++) {
+        if (!virtq_iommu_ahead_spend(a)) {
+            return;
+        }
+        struct vring_packed_desc d = virtq_packed_read_desc__(ring, pos);
+        if (!vring_packed_desc_is_avail(d.flags, wrap)) {
+            return;
+        }
+        if (skip) {
+            /* Nothing more of this chain. */
+        } else if (d.flags & VRING_DESC_F_INDIRECT) {
+            if (virtq_indirect_ok(vq->indirect, vq->size, d.addr, d.len,
+                                  d.flags)
+                && !virtq_iommu_ahead_buf(vq, a, d.addr, d.len,
+                                          VHOST_ACCESS_RO)) {
+                return;
+            }
+            skip = true;
+        } else if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
+            skip = true;
+        } else if (!virtq_iommu_ahead_buf(vq, a, d.addr, d.len, perm)) {
+            return;
+        }
+        if (!(d.flags & VRING_DESC_F_NEXT)) {
+            chains++;
+            skip = false;
+        }
+        virtq_packed_advance__(&pos, &wrap, 1, vq->size);
+    }
 }
 
 /* The specialised burst functions, one per combination in use.  Enqueue

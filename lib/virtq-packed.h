@@ -29,4 +29,7 @@ void virtq_packed_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
                          bool in_order, bool host_offloads,
                          bool iommu);
 
+struct virtq_iommu_ahead;
+void virtq_packed_look_ahead(struct virtq *, struct virtq_iommu_ahead *);
+
 #endif /* virtq-packed.h */

@@ -22,6 +22,7 @@
 #include "util.h"
 #include "vhost-cold.h"
 #include "vhost-dirty-log.h"
+#include "vhost-iotlb.h"
 #include "vhost-log.h"
 #include "virtio-net-hdr.h"
 #include "virtio-ring.h"
@@ -812,6 +813,66 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
     virtq_split_flush_used__(vq, ctx, &sh);
     virtq_split_notify__(vq, ctx, old_used, event_idx);
     return done;
+}
+
+/* Ask ahead (virtq-iommu.h): the split ring's part of
+ * virtq_iommu_look_ahead().  Walks the chains available from
+ * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS of them, and hands
+ * look-ahead 'a' each buffer of the queue's direction (device-writable on
+ * a guest RX vring) and each indirect table, whose descriptors it does
+ * not read: the table has an IOVA of its own, which may miss.  Checks
+ * what the walk checks (the avail index, every descriptor index, a chain
+ * no longer than the table), but drops nothing: a chain that breaks a
+ * rule only ends there, for the burst to drop.  Each descriptor read
+ * costs 'a' one unit of its bounded work. */
+void
+virtq_split_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
+{
+    const struct vring_desc *table = vq->desc;
+    const struct vring_avail *avail = vq->avail;
+    const bool write = !(vq->index & 1);
+    const uint8_t perm = write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO;
+
+    /* Pairs with the guest's write barrier before it updates avail->idx,
+     * as in virtq_split_avail_count__(), which breaks a queue whose
+     * index is too far ahead: here, that only ends the look-ahead. */
+    uint16_t count = __atomic_load_n(&avail->idx, __ATOMIC_ACQUIRE)
+                     - vq->last_avail_idx;
+    if (count > vq->size) {
+        return;
+    }
+    count = MIN(count, VIRTQ_IOMMU_AHEAD_CHAINS);
+    for (uint16_t k = 0; k < count; k++) {
+        uint32_t i = virtq_split_avail_entry__(vq, vq->last_avail_idx + k);
+
+        /* §2.7.5.2: a chain visits each descriptor once at most. */
+        for (uint32_t visited = 0; i < vq->size && visited < vq->size;
+             visited++) {
+            if (!virtq_iommu_ahead_spend(a)) {
+                return;
+            }
+            struct vring_desc d = virtq_split_read_desc__(table, i);
+            if (d.flags & VRING_DESC_F_INDIRECT) {
+                if (virtq_indirect_ok(vq->indirect, vq->size, d.addr, d.len,
+                                      d.flags)
+                    && !virtq_iommu_ahead_buf(vq, a, d.addr, d.len,
+                                              VHOST_ACCESS_RO)) {
+                    return;
+                }
+                break;
+            }
+            if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
+                break;
+            }
+            if (!virtq_iommu_ahead_buf(vq, a, d.addr, d.len, perm)) {
+                return;
+            }
+            if (!(d.flags & VRING_DESC_F_NEXT)) {
+                break;
+            }
+            i = d.next;
+        }
+    }
 }
 
 /* The specialised burst functions, one per combination in use.  Enqueue

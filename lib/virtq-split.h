@@ -41,4 +41,7 @@ void virtq_split_select(struct virtq *, bool mrg_rxbuf, bool event_idx,
                         bool in_order, bool host_offloads,
                         bool iommu);
 
+struct virtq_iommu_ahead;
+void virtq_split_look_ahead(struct virtq *, struct virtq_iommu_ahead *);
+
 #endif /* virtq-split.h */

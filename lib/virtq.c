@@ -144,6 +144,7 @@ virtq_reset(struct virtq *vq)
     close_fd_quietly(vq->err_fd);
     free(vq->id_gen);
     virtq_iommu_free_held(vq);
+    virtq_iommu_free_ahead(vq);
 
     unsigned int index = vq->index;
     const char *name = vq->name;

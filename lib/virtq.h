@@ -51,6 +51,7 @@ struct vhost_dirty_log;
 struct vhost_iotlb;
 struct virtq;
 struct virtq_held;
+struct virtq_iommu_asked;
 struct virtq_poslog_slot;
 
 /* What a burst needs besides the queue: the memory table and, while
@@ -197,6 +198,12 @@ struct virtq {
     uint8_t miss_sent_perm;
     uint64_t miss_sent_iova;
     long long int miss_sent_ms;     /* Monotonic time it was sent. */
+
+    /* Data path, with an IOTLB: the pages asked for ahead of a miss, not
+     * answered yet (virtq-iommu.h, "Ask ahead"), or NULL before the
+     * first.  The control plane forgets those an update answers
+     * (virtq_iommu_answered()), under the lock.  Freed by virtq_reset(). */
+    struct virtq_iommu_asked *asked_ahead;
 
     /* Data path, with an IOTLB, on a guest RX vring: packets an enqueue
      * could not place for want of a translation, held in order until it

@@ -276,6 +276,196 @@ test_iommu_miss(void)
     }
 }
 
+/* Ask ahead (virtq-iommu.h): a guest that maps each buffer afresh as it
+ * posts it (Linux with iommu.strict=1) has every chain miss.  The burst
+ * that misses at the first asks for the next chains' pages too, in ring
+ * order, so one round trip answers them all; a later burst that meets a
+ * page asked for ahead waits for that answer rather than asking again.
+ * Both layouts, both directions. */
+#define AHEAD_N 8
+
+static void
+test_iommu_ahead(void)
+{
+    for (int packed = 0; packed < 2; packed++) {
+        uint64_t gpa[AHEAD_N];
+        uint8_t *pkts[AHEAD_N];
+        struct vhost_queue_stats s;
+        struct vhost_pkt out[AHEAD_N];
+        struct dp dp;
+
+        tu_log("%s ring", layout_name(packed));
+        iommu_start(&dp, "iommu-ahead", packed, true);
+
+        tu_log("RX: %d buffers, each on a page with no entry", AHEAD_N);
+        for (int i = 0; i < AHEAD_N; i++) {
+            gpa[i] = iommu_page(&dp.vq[RX(0)]);
+            pkts[i] = dp_new_pkt(&dp, 100 + i, MAC_UNICAST);
+        }
+        iommu_unmap(&dp, gpa[0], gpa[AHEAD_N - 1] + PAGE - gpa[0]);
+        for (int i = 0; i < AHEAD_N; i++) {
+            struct tfe_buf_opts at = { .gpa = gpa[i] };
+            dp_rx_post(&dp, 0, 2048, &at);
+        }
+
+        tu_log("one packet: the first buffer's miss, and the next %d "
+               "chains' pages asked for ahead, in one burst", AHEAD_N - 1);
+        TU_CHECK_EQ(dp_enq1(&dp, 0, pkts[0], 100, NULL), 1);
+        for (int i = 0; i < AHEAD_N; i++) {
+            iommu_expect_miss(&dp, gpa[i] + IOVA_OFF, VHOST_ACCESS_WO);
+        }
+        iommu_expect_no_miss(&dp);
+        s = dp_get_stats(&dp, RX(0));
+        TU_CHECK_EQ(s.iotlb_misses, 1);
+        TU_CHECK_EQ(s.iotlb_misses_ahead, AHEAD_N - 1);
+        TU_CHECK_EQ(s.iotlb_held, 1);
+
+        tu_log("the other packets are held; nothing is asked again");
+        for (int i = 1; i < AHEAD_N; i++) {
+            TU_CHECK_EQ(dp_enq1(&dp, 0, pkts[i], 100 + i, NULL), 1);
+        }
+        iommu_expect_no_miss(&dp);
+
+        tu_log("the first answer alone: the first packet goes, the second "
+               "waits for the answer on its way, unasked");
+        iommu_remap(&dp, gpa[0], PAGE);
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, 1), 0);
+        iommu_rx_expect(&dp, 0, pkts[0], 100, "the first held packet");
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, 1), 0);
+        iommu_expect_no_miss(&dp);
+        s = dp_get_stats(&dp, RX(0));
+        TU_CHECK_EQ(s.iotlb_misses, 1);
+        TU_CHECK_EQ(s.iotlb_misses_ahead, AHEAD_N - 1);
+        TU_CHECK(tfe_vq_n_used(&dp.vq[RX(0)]) == 0);
+
+        tu_log("the other answers: every held packet goes, in order");
+        for (int i = 1; i < AHEAD_N; i++) {
+            iommu_remap(&dp, gpa[i], PAGE);
+        }
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, 1), 0);
+        for (int i = 1; i < AHEAD_N; i++) {
+            iommu_rx_expect(&dp, 0, pkts[i], 100 + i, "a held packet");
+        }
+        iommu_expect_no_miss(&dp);
+        s = dp_get_stats(&dp, RX(0));
+        TU_CHECK_EQ(s.packets, AHEAD_N);
+        TU_CHECK_EQ(s.iotlb_held, AHEAD_N);
+        TU_CHECK_EQ(dp_total_drops(&s), 0);
+
+        tu_log("TX: %d packets, each on a page with no entry", AHEAD_N);
+        for (int i = 0; i < AHEAD_N; i++) {
+            gpa[i] = iommu_page(&dp.vq[TX(0)]);
+        }
+        iommu_unmap(&dp, gpa[0], gpa[AHEAD_N - 1] + PAGE - gpa[0]);
+        for (int i = 0; i < AHEAD_N; i++) {
+            struct tfe_buf_opts at = { .gpa = gpa[i] };
+            dp_tx_post(&dp, 0, NULL, pkts[i], 100 + i, &at);
+        }
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, AHEAD_N), 0);
+        for (int i = 0; i < AHEAD_N; i++) {
+            iommu_expect_miss(&dp, gpa[i] + IOVA_OFF, VHOST_ACCESS_RO);
+        }
+        iommu_expect_no_miss(&dp);
+        for (int i = 0; i < AHEAD_N; i++) {
+            iommu_remap(&dp, gpa[i], PAGE);
+        }
+        TU_CHECK_EQ(dp_dq(&dp, 0, out, AHEAD_N), AHEAD_N);
+        for (int i = 0; i < AHEAD_N; i++) {
+            dp_check_pkt(&out[i], pkts[i], 100 + i, "after the answers");
+        }
+        dp_release_pkts(out, AHEAD_N);
+        iommu_expect_no_miss(&dp);
+        s = dp_get_stats(&dp, TX(0));
+        TU_CHECK_EQ(s.iotlb_misses, 1);
+        TU_CHECK_EQ(s.iotlb_misses_ahead, AHEAD_N - 1);
+        TU_CHECK_EQ(dp_total_drops(&s), 0);
+
+        for (int i = 0; i < AHEAD_N; i++) {
+            free(pkts[i]);
+        }
+        dp_finish(&dp);
+    }
+}
+
+/* Ask ahead on hostile rings: the look-ahead reads what the guest wrote,
+ * checks it as the walk does, never reads an indirect table, and stops
+ * at its bounds (VIRTQ_IOMMU_AHEAD_WORK reads and lookups,
+ * VIRTQ_IOMMU_AHEAD_PAGES pages) whatever the ring holds.  The buffers'
+ * IOVAs are in a hole no update will ever fill. */
+static void
+test_iommu_ahead_hostile(void)
+{
+    const uint64_t hole = UINT64_C(1) << 44;
+    uint8_t *pkt;
+    struct dp dp;
+
+    tu_log("split: garbage, then a loop that eats the work");
+    iommu_start(&dp, "iommu-ahead-hostile", false, true);
+    struct tfe_vq *vq = &dp.vq[RX(0)];
+    uint16_t loop[8], self;
+    dp_post_one(vq, hole, 2048, TFE_DESC_F_WRITE);
+    tfe_vq_push_avail(vq, vq->size + 7);                /* Out of range. */
+    dp_post_one(vq, hole + 100 * PAGE, 64, 0);          /* Read-only. */
+    dp_post_indirect(vq, hole + 101 * PAGE, 17);        /* Bad length. */
+    dp_post_indirect(vq, hole + 102 * PAGE, 64);        /* Table: asked. */
+    dp_take_chain(vq, loop, ARRAY_SIZE(loop));
+    for (size_t k = 0; k < ARRAY_SIZE(loop); k++) {
+        dp_set_desc(vq, loop[k], hole + (2 + k) * PAGE, 2048,
+                    TFE_DESC_F_WRITE | TFE_DESC_F_NEXT,
+                    loop[(k + 1) % ARRAY_SIZE(loop)]);
+    }
+    tfe_vq_push_avail(vq, loop[0]);
+    dp_take_chain(vq, &self, 1);
+    dp_set_desc(vq, self, hole + PAGE, 2048,
+                TFE_DESC_F_WRITE | TFE_DESC_F_NEXT, self);
+    tfe_vq_push_avail(vq, self);
+    dp_post_one(vq, hole + 200 * PAGE, 2048, TFE_DESC_F_WRITE);
+
+    pkt = dp_new_pkt(&dp, 100, MAC_UNICAST);
+    TU_CHECK_EQ(dp_enq1(&dp, 0, pkt, 100, NULL), 1);
+    iommu_expect_miss(&dp, hole, VHOST_ACCESS_WO);
+    iommu_expect_miss(&dp, hole + 102 * PAGE, VHOST_ACCESS_RO);
+    for (unsigned int k = 0; k < ARRAY_SIZE(loop); k++) {
+        iommu_expect_miss(&dp, hole + (2 + k) * PAGE, VHOST_ACCESS_WO);
+    }
+    tu_log("  the loop spent the work: nothing after it is read");
+    iommu_expect_no_miss(&dp);
+    struct vhost_queue_stats s = dp_get_stats(&dp, RX(0));
+    TU_CHECK_EQ(s.iotlb_misses, 1);
+    TU_CHECK_EQ(s.iotlb_misses_ahead, 1 + ARRAY_SIZE(loop));
+    TU_CHECK_EQ(dp_total_drops(&s), 0);
+    TU_CHECK(!s.broken);
+    iommu_roundtrip(&dp, 1, 100, NULL, "the other queue pair");
+    dp_finish(&dp);
+
+    tu_log("packed: one chain the length of the ring, a page a slot");
+    iommu_start(&dp, "iommu-ahead-hostile", true, true);
+    vq = &dp.vq[RX(0)];
+    tfe_vq_pwrite(vq, 0, hole, 2048, 0,
+                  TFE_DESC_F_WRITE | tfe_vq_pavail(vq, 0));
+    for (unsigned int k = 1; k < vq->size; k++) {
+        tfe_vq_pwrite(vq, k, hole + k * PAGE, 2048, 1,
+                      TFE_DESC_F_WRITE | TFE_DESC_F_NEXT
+                      | tfe_vq_pavail(vq, k));
+    }
+    tfe_vq_pclaim(vq, 0, 1);
+    tfe_vq_pclaim(vq, 1, vq->size - 1);
+    TU_CHECK_EQ(dp_enq1(&dp, 0, pkt, 100, NULL), 1);
+    iommu_expect_miss(&dp, hole, VHOST_ACCESS_WO);
+    for (unsigned int k = 1; k <= VIRTQ_IOMMU_AHEAD_PAGES; k++) {
+        iommu_expect_miss(&dp, hole + k * PAGE, VHOST_ACCESS_WO);
+    }
+    tu_log("  %d pages, no more", VIRTQ_IOMMU_AHEAD_PAGES);
+    iommu_expect_no_miss(&dp);
+    s = dp_get_stats(&dp, RX(0));
+    TU_CHECK_EQ(s.iotlb_misses, 1);
+    TU_CHECK_EQ(s.iotlb_misses_ahead, VIRTQ_IOMMU_AHEAD_PAGES);
+    TU_CHECK_EQ(dp_total_drops(&s), 0);
+    iommu_roundtrip(&dp, 1, 100, NULL, "the other queue pair");
+    free(pkt);
+    dp_finish(&dp);
+}
+
 /* A buffer and an indirect table that cross IOTLB entries (one per page)
  * are taken piecewise, the table copied. */
 static void
@@ -748,6 +938,10 @@ const struct tu_test tu_iommu_tests[] = {
       "vIOMMU: both layouts, mrg on and off, direct, chained, indirect" },
     { "iommu-miss", test_iommu_miss,
       "vIOMMU: a miss stops the burst, asks once, resumes on update" },
+    { "iommu-ahead", test_iommu_ahead,
+      "vIOMMU: a miss asks ahead for the next chains' pages" },
+    { "iommu-ahead-hostile", test_iommu_ahead_hostile,
+      "vIOMMU: asking ahead on hostile rings stays bounded" },
     { "iommu-cross", test_iommu_cross,
       "vIOMMU: buffers and indirect tables across IOTLB entries" },
     { "iommu-denied", test_iommu_denied,

@@ -454,6 +454,9 @@ struct vhost_queue_stats {
                                  * the access the buffer needs. */
     uint64_t iotlb_held;        /* Guest RX: packets held while a miss
                                  * was answered, rather than refused. */
+    uint64_t iotlb_misses_ahead;    /* IOTLB misses sent for the chains
+                                     * after one that missed, so that one
+                                     * round trip answers a batch. */
 };
 
 int vhost_port_get_queue_stats(struct vhost_port *, unsigned int vring,
