@@ -54,7 +54,15 @@
  * asks for the pages of their buffers that have no entry, up to
  * VIRTQ_IOMMU_AHEAD_PAGES (virtq_iommu_look_ahead(), counted in
  * 'iotlb_misses_ahead'): one round trip answers a batch.  Both directions
- * do it: a guest TX chain has a fresh IOVA as well.
+ * do it: a guest TX chain has a fresh IOVA as well, and is a packet that
+ * waits.  A guest RX chain is only a buffer, and a lazy guest flushes its
+ * whole IOTLB some 10 ms after an unmap: translations asked for buffers
+ * no packet fills before then are thrown away, and each costs the
+ * frontend a message (asking for 32 at every miss, a lazy guest's bulk
+ * run had its frontend answer 6282 misses ahead for 1106 packets).  So
+ * an enqueue looks at no more chains than twice the packets that wait for
+ * them (held, and the rest of its burst): few for a trickle, up to
+ * VIRTQ_IOMMU_AHEAD_CHAINS as the hold grows under load.
  *
  * The look-ahead only reads: descriptors in the ring (translated with
  * the ring, as a whole), never an indirect table (which has an IOVA of
@@ -141,6 +149,9 @@ void virtq_iommu_answered(struct virtq *, const struct vhost_iotlb_msg *);
 /* One look-ahead: what it may still do, and what it found to ask for. */
 struct virtq_iommu_ahead {
     const struct virtq_ctx *ctx;    /* The burst that missed. */
+    bool write;                     /* It was an enqueue (guest RX). */
+    unsigned int max_chains;        /* Chains to look at, the missing one
+                                     * included. */
     long long int now_ms;
     unsigned int work;              /* Reads and lookups left. */
     unsigned int n;                 /* Pages to ask for, in ring order: */
@@ -150,7 +161,9 @@ struct virtq_iommu_ahead {
 };
 
 void virtq_iommu_look_ahead(struct virtq *, const struct virtq_ctx *,
-                            long long int now_ms, struct virtq_iommu_ahead *);
+                            bool write, unsigned int n_waiting,
+                            long long int now_ms,
+                            struct virtq_iommu_ahead *);
 bool virtq_iommu_ahead_spend(struct virtq_iommu_ahead *);
 bool virtq_iommu_ahead_buf(struct virtq *, struct virtq_iommu_ahead *,
                            uint64_t iova, uint64_t len, uint8_t perm);

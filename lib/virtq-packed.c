@@ -1161,9 +1161,9 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
 /* Ask ahead (virtq-iommu.h): the packed ring's part of
  * virtq_iommu_look_ahead().  Reads the descriptors available from
- * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS chains and never
+ * 'last_avail_idx' on, up to 'a->max_chains' chains and never
  * more than the ring (§2.8.6: a chain is at most the ring), and hands
- * look-ahead 'a' each buffer of the queue's direction and each indirect
+ * look-ahead 'a' each buffer of the burst's direction and each indirect
  * table, whose descriptors it does not read (the table may miss).  A
  * descriptor that breaks a rule ends its chain's part, for the burst to
  * drop.  Each descriptor read costs 'a' one unit of its bounded work. */
@@ -1171,7 +1171,7 @@ void
 virtq_packed_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
 {
     const struct vring_packed_desc *ring = vq->desc;
-    const bool write = !(vq->index & 1);
+    const bool write = a->write;
     const uint8_t perm = write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO;
     uint16_t pos = vq->last_avail_idx;
     bool wrap = vq->avail_wrap_counter;
@@ -1179,7 +1179,7 @@ virtq_packed_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
     bool skip = false;          /* The rest of this chain. */
 
     for (uint32_t seen = 0;
-         seen < vq->size && chains < VIRTQ_IOMMU_AHEAD_CHAINS; seen++) {
+         seen < vq->size && chains < a->max_chains; seen++) {
         if (!virtq_iommu_ahead_spend(a)) {
             return;
         }

@@ -817,9 +817,9 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
 /* Ask ahead (virtq-iommu.h): the split ring's part of
  * virtq_iommu_look_ahead().  Walks the chains available from
- * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS of them, and hands
- * look-ahead 'a' each buffer of the queue's direction (device-writable on
- * a guest RX vring) and each indirect table, whose descriptors it does
+ * 'last_avail_idx' on, up to 'a->max_chains' of them, and hands
+ * look-ahead 'a' each buffer of the burst's direction (device-writable
+ * for an enqueue) and each indirect table, whose descriptors it does
  * not read: the table has an IOVA of its own, which may miss.  Checks
  * what the walk checks (the avail index, every descriptor index, a chain
  * no longer than the table), but drops nothing: a chain that breaks a
@@ -830,7 +830,7 @@ virtq_split_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
 {
     const struct vring_desc *table = vq->desc;
     const struct vring_avail *avail = vq->avail;
-    const bool write = !(vq->index & 1);
+    const bool write = a->write;
     const uint8_t perm = write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO;
 
     /* Pairs with the guest's write barrier before it updates avail->idx,
@@ -841,7 +841,7 @@ virtq_split_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
     if (count > vq->size) {
         return;
     }
-    count = MIN(count, VIRTQ_IOMMU_AHEAD_CHAINS);
+    count = MIN(count, a->max_chains);
     for (uint16_t k = 0; k < count; k++) {
         uint32_t i = virtq_split_avail_entry__(vq, vq->last_avail_idx + k);
 
