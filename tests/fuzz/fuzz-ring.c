@@ -616,13 +616,99 @@ fuzz_ring_note_asked__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
     fr->asked_ms = fr->now_ms;
 }
 
+/* Returns the model's entry for the page of 'iova' asked for ahead for
+ * 'perm', live and less than VIRTQ_IOMMU_MISS_RETRY_MS ago, or -1. */
+static int
+fuzz_ring_ahead_find__(const struct fuzz_ring *fr, uint64_t iova,
+                       uint8_t perm)
+{
+    for (unsigned int i = 0; i < fr->n_ahead; i++) {
+        if (fr->ahead[i].live && fr->ahead[i].perm == perm
+            && fr->ahead[i].iova / 4096 == iova / 4096
+            && fr->now_ms - fr->ahead[i].ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* An update 'msg' answers the pages asked for ahead that it covers, with
+ * the access asked for. */
+static void
+fuzz_ring_ahead_answered__(struct fuzz_ring *fr,
+                           const struct vhost_iotlb_msg *msg)
+{
+    for (unsigned int i = 0; i < fr->n_ahead; i++) {
+        if (fr->ahead[i].iova - msg->iova < msg->size
+            && (msg->perm & fr->ahead[i].perm) == fr->ahead[i].perm) {
+            fr->ahead[i].live = false;
+        }
+    }
+}
+
+/* vhost_datapath_ask_ahead__() after a burst 'ctx' ('write' for an
+ * enqueue, 'n_waiting' packets left) of 'fr''s queue that missed: checks
+ * what virtq_iommu_look_ahead() asks for (fuzz-ring.h, "Checks"), and
+ * remembers it, as the queue does. */
+static void
+fuzz_ring_ask_ahead__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
+                      bool write, unsigned int n_waiting)
+{
+    struct virtq *vq = &fr->vq;
+    struct virtq_iommu_ahead a;
+
+    FUZZ_CHECK(virtq_trylock(vq));
+    virtq_iommu_look_ahead(vq, ctx, write, n_waiting, fr->now_ms, &a);
+    FUZZ_CHECK(a.n <= VIRTQ_IOMMU_AHEAD_PAGES);
+    FUZZ_CHECK(a.work <= VIRTQ_IOMMU_AHEAD_WORK);
+    for (unsigned int i = 0; i < a.n; i++) {
+        uint64_t uva, len;
+
+        FUZZ_CHECK(a.perm[i] == (write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO)
+                   || a.perm[i] == VHOST_ACCESS_RO);
+        FUZZ_CHECK(vhost_iotlb_translate(&fr->iotlb, a.iova[i], a.perm[i],
+                                         &uva, &len)
+                   == VHOST_IOTLB_NOT_FOUND);
+        FUZZ_CHECK(a.iova[i] / 4096 != ctx->miss_iova / 4096
+                   || a.perm[i] != ctx->miss_perm);
+        for (unsigned int j = 0; j < i; j++) {
+            FUZZ_CHECK(a.iova[i] / 4096 != a.iova[j] / 4096
+                       || a.perm[i] != a.perm[j]);
+        }
+        FUZZ_CHECK(fuzz_ring_ahead_find__(fr, a.iova[i], a.perm[i]) < 0);
+    }
+    for (unsigned int i = 0; i < a.n; i++) {
+        virtq_iommu_note_ahead(vq, a.iova[i], a.perm[i], fr->now_ms);
+        vq->stats.iotlb_misses_ahead++;
+        if (fr->n_ahead == VIRTQ_IOMMU_ASKED_MAX) {
+            memmove(fr->ahead, fr->ahead + 1,
+                    (VIRTQ_IOMMU_ASKED_MAX - 1) * sizeof fr->ahead[0]);
+            fr->n_ahead--;
+        }
+        fr->ahead[fr->n_ahead].live = true;
+        fr->ahead[fr->n_ahead].perm = a.perm[i];
+        fr->ahead[fr->n_ahead].iova = a.iova[i];
+        fr->ahead[fr->n_ahead].ms = fr->now_ms;
+        fr->n_ahead++;
+        if (fuzz_ring_verbose__()) {
+            fprintf(stderr, "  ahead: iova %#"PRIx64" perm %u\n", a.iova[i],
+                    a.perm[i]);
+        }
+    }
+    virtq_unlock(vq);
+}
+
 /* vhost_datapath_miss__() for a burst of 'fr''s queue that missed 'iova'
  * for 'perm': checks that virtq_iommu_should_ask() counts the wait and
  * asks unless the same IOVA and access were asked for less than
- * VIRTQ_IOMMU_MISS_RETRY_MS ago with no update since.  Returns whether
- * it asked. */
+ * VIRTQ_IOMMU_MISS_RETRY_MS ago with no update since, or were asked for
+ * ahead as recently and not answered (then noted as asked when that
+ * was).  For a burst ('ctx' not NULL; 'write' for an enqueue), then asks
+ * ahead.  Returns whether it asked. */
 static bool
-fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
+fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm,
+                const struct virtq_ctx *burst, bool write,
+                unsigned int n_waiting)
 {
     struct virtq *vq = &fr->vq;
     struct virtq_ctx ctx = {
@@ -632,19 +718,30 @@ fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm)
     bool again = (fr->asked && fr->asked_iova == iova
                   && fr->asked_perm == perm
                   && fr->now_ms - fr->asked_ms < VIRTQ_IOMMU_MISS_RETRY_MS);
+    int ahead = again ? -1 : fuzz_ring_ahead_find__(fr, iova, perm);
 
     FUZZ_CHECK(virtq_trylock(vq));
     bool ask = virtq_iommu_should_ask(vq, &ctx, fr->now_ms);
     virtq_unlock(vq);
-    FUZZ_CHECK(ask == !again);
+    FUZZ_CHECK(ask == (!again && ahead < 0));
     FUZZ_CHECK(vq->stats.iotlb_waits == waits + 1);
     if (ask) {
         vq->stats.iotlb_misses++;
         fuzz_ring_note_asked__(fr, iova, perm);
+    } else if (ahead >= 0) {
+        long long int now_ms = fr->now_ms;
+
+        fr->now_ms = fr->ahead[ahead].ms;
+        fuzz_ring_note_asked__(fr, iova, perm);
+        fr->now_ms = now_ms;
+        FUZZ_CHECK(vq->miss_sent && vq->miss_sent_ms == fr->asked_ms);
     }
     if (fuzz_ring_verbose__()) {
         fprintf(stderr, "miss at iova %#"PRIx64" perm %u%s\n", iova, perm,
-                ask ? ", asked" : "");
+                ask ? ", asked" : ahead >= 0 ? ", asked ahead" : "");
+    }
+    if (burst) {
+        fuzz_ring_ask_ahead__(fr, burst, write, n_waiting);
     }
     return ask;
 }
@@ -666,12 +763,14 @@ fuzz_ring_iotlb_msg__(struct fuzz_ring *fr, const struct vhost_iotlb_msg *msg)
     if (!error && vq->iotlb) {
         if (msg->type == VHOST_IOTLB_UPDATE) {
             /* As vhost_dev_iotlb_msg(): only an update that covers the
-             * IOVA asked for, with the access asked for, answers it. */
+             * IOVA asked for, with the access asked for, answers it; and
+             * the pages asked for ahead that it covers. */
             virtq_iommu_answered(vq, msg);
             if (fr->asked && fr->asked_iova - msg->iova < msg->size
                 && (msg->perm & fr->asked_perm) == fr->asked_perm) {
                 fr->asked = false;
             }
+            fuzz_ring_ahead_answered__(fr, msg);
         }
         if (vq->ring_miss || vq->iotlb_lost
             || msg->type == VHOST_IOTLB_INVALIDATE) {
@@ -723,7 +822,8 @@ fuzz_ring_can_burst__(struct fuzz_ring *fr)
         return true;
     }
     if (vq->ring_miss) {
-        fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm);
+        fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm, NULL,
+                        false, 0);
     }
     return false;
 }
@@ -1046,7 +1146,7 @@ fuzz_ring_check_iommu__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
         FUZZ_CHECK(found);
     }
 
-    fuzz_ring_ask__(fr, ctx->miss_iova, ctx->miss_perm);
+    fuzz_ring_ask__(fr, ctx->miss_iova, ctx->miss_perm, ctx, rx, n - done);
     fr->miss = true;
     fr->miss_iova = ctx->miss_iova;
     fr->miss_perm = ctx->miss_perm;
@@ -1136,6 +1236,7 @@ fuzz_ring_destroy(struct fuzz_ring *fr)
      * the shared call fd). */
     free(fr->vq.id_gen);
     fr->vq.id_gen = NULL;
+    virtq_iommu_free_ahead(&fr->vq);
     free(fr->log_buf);
     vhost_iotlb_destroy(&fr->iotlb);
     fuzz_mem_destroy(&fr->fm);

@@ -92,8 +92,8 @@
  * for a ring that lost its translation to an invalidation (ready and
  * unmapped, 'iotlb_lost'), only once it maps again, its miss asked for
  * otherwise.  A burst that misses is handed to virtq_iommu_should_ask()
- * as the data path does, against a clock that moves FUZZ_RING_TICK_MS
- * per operation.
+ * and virtq_iommu_look_ahead() as the data path does, against a clock
+ * that moves FUZZ_RING_TICK_MS per operation.
  *
  * Checks
  * ======
@@ -110,7 +110,12 @@
  * them); an enqueue that put nothing misses in one of the chains from
  * its stop on; every denial is a chain dropped for its address; at least
  * one hit per packet; the waits counted and the miss asked for again
- * exactly when virtq-iommu.h says.  After an invalidation, a ring that
+ * exactly when virtq-iommu.h says (a page asked for ahead, and not
+ * answered, counting as asked).  The pages a look-ahead asks for: at
+ * most VIRTQ_IOMMU_AHEAD_PAGES, each one the IOTLB has no entry for, for
+ * the burst's access or (an indirect table) for reading, none twice,
+ * none the burst's own miss's and none asked for ahead and still
+ * awaited.  After an invalidation, a ring that
  * runs is where the IOTLB now puts it, and one mapped again by a burst
  * too; a ready ring is mapped or lost its translation (and then waits
  * for it).  ASan and fuzz-mem's guard
@@ -129,6 +134,7 @@
 #include "vhost-dirty-log.h"
 #include "vhost-iotlb.h"
 #include "virtq.h"
+#include "virtq-iommu.h"
 
 /* Where the rings go (guest physical addresses in region 0). */
 #define FUZZ_RING_DESC_GPA 0x0
@@ -203,6 +209,13 @@ struct fuzz_ring {
     uint8_t asked_perm;             /* should remember. */
     uint64_t asked_iova;
     long long int asked_ms;
+    unsigned int n_ahead;           /* The pages asked for ahead that */
+    struct {                        /* virtq_iommu_note_ahead() should */
+        bool live;                  /* remember: the last */
+        uint8_t perm;               /* VIRTQ_IOMMU_ASKED_MAX, oldest */
+        uint64_t iova;              /* first, those an update covered */
+        long long int ms;           /* not 'live'. */
+    } ahead[VIRTQ_IOMMU_ASKED_MAX];
 };
 
 uint64_t fuzz_ring_features(uint8_t bits, bool packed);
