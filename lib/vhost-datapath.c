@@ -138,17 +138,17 @@ vhost_datapath_log_done__(struct vhost_dev *dev, const struct virtq *vq,
 }
 
 /* Asks the frontend for the pages of the chains after the one a burst of
- * 'vq' missed at ('ctx'; 'write' for an enqueue, with 'n_waiting' packets
- * waiting), at 'now_ms' (virtq-iommu.h, "Ask ahead"), as many as it takes
- * without waiting for the channel. */
+ * 'vq' missed at ('ctx'; 'write' for an enqueue), at 'now_ms'
+ * (virtq-iommu.h, "Ask ahead"), as many as it takes without waiting for
+ * the channel. */
 static void OVS_COLD
 vhost_datapath_ask_ahead__(struct vhost_dev *dev, struct virtq *vq,
                            const struct virtq_ctx *ctx, bool write,
-                           unsigned int n_waiting, long long int now_ms)
+                           long long int now_ms)
 {
     struct virtq_iommu_ahead a;
 
-    virtq_iommu_look_ahead(vq, ctx, write, n_waiting, now_ms, &a);
+    virtq_iommu_look_ahead(vq, ctx, write, now_ms, &a);
     for (unsigned int i = 0; i < a.n; i++) {
         if (vhost_dev_send_iotlb_miss(dev, a.iova[i], a.perm[i], false)) {
             break;              /* Asked for by a later miss, if need be. */
@@ -158,27 +158,24 @@ vhost_datapath_ask_ahead__(struct vhost_dev *dev, struct virtq *vq,
     }
 }
 
-/* A burst of 'vq' ('write' for an enqueue, which leaves 'n_waiting'
- * packets to place) stopped at a buffer whose translation the IOTLB lacks
- * (virtq-iommu.h): asks the frontend for it, unless it was just asked,
- * and for the chains after it.  Called with the queue's access lock
- * held. */
+/* A burst of 'vq' ('write' for an enqueue) stopped at a buffer whose
+ * translation the IOTLB lacks (virtq-iommu.h): asks the frontend for it,
+ * unless it was just asked, and for the chains after it.  Called with the
+ * queue's access lock held. */
 static void OVS_COLD
 vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
-                      const struct virtq_ctx *ctx, bool write,
-                      unsigned int n_waiting)
+                      const struct virtq_ctx *ctx, bool write)
 {
     long long int now_ms = vhost_time_msec();
 
     if (!virtq_iommu_should_ask(vq, ctx, now_ms)) {
-        vhost_datapath_ask_ahead__(dev, vq, ctx, write, n_waiting, now_ms);
+        vhost_datapath_ask_ahead__(dev, vq, ctx, write, now_ms);
     } else {
         int error = vhost_dev_send_iotlb_miss(dev, ctx->miss_iova,
                                               ctx->miss_perm, false);
         if (!error) {
             vq->stats.iotlb_misses++;
-            vhost_datapath_ask_ahead__(dev, vq, ctx, write, n_waiting,
-                                       now_ms);
+            vhost_datapath_ask_ahead__(dev, vq, ctx, write, now_ms);
         } else if (error == EBUSY) {
             vq->miss_sent = false;      /* The next burst asks. */
         } else {
@@ -207,7 +204,7 @@ vhost_datapath_remap__(struct vhost_dev *dev, struct virtq *vq)
             .miss = true, .miss_iova = vq->ring_miss_iova,
             .miss_perm = vq->ring_miss_perm,
         };
-        vhost_datapath_miss__(dev, vq, &ctx, !(vq->index & 1), 0);
+        vhost_datapath_miss__(dev, vq, &ctx, !(vq->index & 1));
     }
     return false;
 }
@@ -250,7 +247,7 @@ vhost_dequeue_burst(struct vhost_port *port, unsigned int qp,
         vhost_datapath_log_done__(vhost_port_dev(port), vq, &log);
     }
     if (OVS_UNLIKELY(ctx.miss)) {
-        vhost_datapath_miss__(dev, vq, &ctx, false, 0);
+        vhost_datapath_miss__(dev, vq, &ctx, false);
     }
     bool iommu = ctx.iotlb != NULL;
     virtq_unlock(vq);
@@ -281,7 +278,7 @@ vhost_datapath_enqueue__(struct vhost_dev *dev, struct virtq *vq,
         vhost_datapath_log_done__(dev, vq, &log);
     }
     if (OVS_UNLIKELY(ctx.miss)) {
-        vhost_datapath_miss__(dev, vq, &ctx, true, n - done);
+        vhost_datapath_miss__(dev, vq, &ctx, true);
         done += virtq_iommu_hold(vq, pkts + done, n - done);
     }
     return done;
@@ -314,8 +311,7 @@ vhost_datapath_enqueue_held__(struct vhost_dev *dev, struct virtq *vq,
             vhost_datapath_log_done__(dev, vq, &log);
         }
         if (ctx.miss) {
-            vhost_datapath_miss__(dev, vq, &ctx, true,
-                                  virtq_iommu_n_held(vq) + n - done);
+            vhost_datapath_miss__(dev, vq, &ctx, true);
         }
     }
     /* Held behind what is held, or for a translation; a ring merely full

@@ -338,22 +338,19 @@ virtq_iommu_answered(struct virtq *vq, const struct vhost_iotlb_msg *msg)
 }
 
 /* Looks at the chains 'vq' has available from the one a burst missed at
- * ('ctx'; 'write' for an enqueue, whose buffers the device writes, with
- * 'n_waiting' packets that wait for them), and stores in 'a' the pages
- * their buffers use that are to be asked for ahead at 'now_ms'
- * (virtq-iommu.h, "Ask ahead").  Reads the ring, if it is mapped, and
- * changes nothing.  The caller holds the access lock, sends the misses
- * and notes each one it sent with virtq_iommu_note_ahead(). */
+ * ('ctx'; 'write' for an enqueue, whose buffers the device writes), and
+ * stores in 'a' the pages their buffers use that are to be asked for
+ * ahead at 'now_ms' (virtq-iommu.h, "Ask ahead").  Reads the ring, if it
+ * is mapped, and changes nothing.  The caller holds the access lock,
+ * sends the misses and notes each one it sent with
+ * virtq_iommu_note_ahead(). */
 void
 virtq_iommu_look_ahead(struct virtq *vq, const struct virtq_ctx *ctx,
-                       bool write, unsigned int n_waiting,
-                       long long int now_ms, struct virtq_iommu_ahead *a)
+                       bool write, long long int now_ms,
+                       struct virtq_iommu_ahead *a)
 {
     a->ctx = ctx;
     a->write = write;
-    a->max_chains = (write
-                     ? MIN(MAX(n_waiting, 1), VIRTQ_IOMMU_AHEAD_CHAINS / 2) * 2
-                     : VIRTQ_IOMMU_AHEAD_CHAINS);
     a->now_ms = now_ms;
     a->work = VIRTQ_IOMMU_AHEAD_WORK;
     a->n = 0;

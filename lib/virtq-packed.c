@@ -1161,7 +1161,7 @@ virtq_packed_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
 /* Ask ahead (virtq-iommu.h): the packed ring's part of
  * virtq_iommu_look_ahead().  Reads the descriptors available from
- * 'last_avail_idx' on, up to 'a->max_chains' chains and never
+ * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS chains and never
  * more than the ring (§2.8.6: a chain is at most the ring), and hands
  * look-ahead 'a' each buffer of the burst's direction and each indirect
  * table, whose descriptors it does not read (the table may miss).  A
@@ -1179,7 +1179,7 @@ virtq_packed_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
     bool skip = false;          /* The rest of this chain. */
 
     for (uint32_t seen = 0;
-         seen < vq->size && chains < a->max_chains; seen++) {
+         seen < vq->size && chains < VIRTQ_IOMMU_AHEAD_CHAINS; seen++) {
         if (!virtq_iommu_ahead_spend(a)) {
             return;
         }

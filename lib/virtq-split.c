@@ -817,7 +817,7 @@ virtq_split_enqueue__(struct virtq *vq, struct virtq_ctx *ctx,
 
 /* Ask ahead (virtq-iommu.h): the split ring's part of
  * virtq_iommu_look_ahead().  Walks the chains available from
- * 'last_avail_idx' on, up to 'a->max_chains' of them, and hands
+ * 'last_avail_idx' on, up to VIRTQ_IOMMU_AHEAD_CHAINS of them, and hands
  * look-ahead 'a' each buffer of the burst's direction (device-writable
  * for an enqueue) and each indirect table, whose descriptors it does
  * not read: the table has an IOVA of its own, which may miss.  Checks
@@ -841,7 +841,7 @@ virtq_split_look_ahead(struct virtq *vq, struct virtq_iommu_ahead *a)
     if (count > vq->size) {
         return;
     }
-    count = MIN(count, a->max_chains);
+    count = MIN(count, VIRTQ_IOMMU_AHEAD_CHAINS);
     for (uint16_t k = 0; k < count; k++) {
         uint32_t i = virtq_split_avail_entry__(vq, vq->last_avail_idx + k);
 

@@ -647,18 +647,18 @@ fuzz_ring_ahead_answered__(struct fuzz_ring *fr,
 }
 
 /* vhost_datapath_ask_ahead__() after a burst 'ctx' ('write' for an
- * enqueue, 'n_waiting' packets left) of 'fr''s queue that missed: checks
- * what virtq_iommu_look_ahead() asks for (fuzz-ring.h, "Checks"), and
+ * enqueue) of 'fr''s queue that missed: checks what
+ * virtq_iommu_look_ahead() asks for (fuzz-ring.h, "Checks"), and
  * remembers it, as the queue does. */
 static void
 fuzz_ring_ask_ahead__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
-                      bool write, unsigned int n_waiting)
+                      bool write)
 {
     struct virtq *vq = &fr->vq;
     struct virtq_iommu_ahead a;
 
     FUZZ_CHECK(virtq_trylock(vq));
-    virtq_iommu_look_ahead(vq, ctx, write, n_waiting, fr->now_ms, &a);
+    virtq_iommu_look_ahead(vq, ctx, write, fr->now_ms, &a);
     FUZZ_CHECK(a.n <= VIRTQ_IOMMU_AHEAD_PAGES);
     FUZZ_CHECK(a.work <= VIRTQ_IOMMU_AHEAD_WORK);
     for (unsigned int i = 0; i < a.n; i++) {
@@ -707,8 +707,7 @@ fuzz_ring_ask_ahead__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
  * ahead.  Returns whether it asked. */
 static bool
 fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm,
-                const struct virtq_ctx *burst, bool write,
-                unsigned int n_waiting)
+                const struct virtq_ctx *burst, bool write)
 {
     struct virtq *vq = &fr->vq;
     struct virtq_ctx ctx = {
@@ -741,7 +740,7 @@ fuzz_ring_ask__(struct fuzz_ring *fr, uint64_t iova, uint8_t perm,
                 ask ? ", asked" : ahead >= 0 ? ", asked ahead" : "");
     }
     if (burst) {
-        fuzz_ring_ask_ahead__(fr, burst, write, n_waiting);
+        fuzz_ring_ask_ahead__(fr, burst, write);
     }
     return ask;
 }
@@ -823,7 +822,7 @@ fuzz_ring_can_burst__(struct fuzz_ring *fr)
     }
     if (vq->ring_miss) {
         fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm, NULL,
-                        false, 0);
+                        false);
     }
     return false;
 }
@@ -1146,7 +1145,7 @@ fuzz_ring_check_iommu__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
         FUZZ_CHECK(found);
     }
 
-    fuzz_ring_ask__(fr, ctx->miss_iova, ctx->miss_perm, ctx, rx, n - done);
+    fuzz_ring_ask__(fr, ctx->miss_iova, ctx->miss_perm, ctx, rx);
     fr->miss = true;
     fr->miss_iova = ctx->miss_iova;
     fr->miss_perm = ctx->miss_perm;
