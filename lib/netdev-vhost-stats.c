@@ -142,7 +142,8 @@ netdev_vhost_get_stats(const struct netdev *netdev,
     VRING_STAT(iotlb_misses, "iotlb_misses") \
     VRING_STAT(iotlb_misses_ahead, "iotlb_misses_ahead") \
     VRING_STAT(iotlb_waits, "iotlb_waits") \
-    VRING_STAT(iotlb_denied, "iotlb_denied")
+    VRING_STAT(iotlb_denied, "iotlb_denied") \
+    VRING_STAT(iotlb_held, "iotlb_held")
 
 static void
 add_counter(struct netdev_custom_stats *cs, size_t *allocated,
