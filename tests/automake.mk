@@ -23,6 +23,7 @@ TESTSUITE_AT = \
 	tests/testpmd.at \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
+	tests/ovn.at \
 	tests/qemu.at \
 	tests/qemu-lifecycle.at \
 	tests/qemu-migration.at \
@@ -44,6 +45,8 @@ EXTRA_DIST += \
 	tests/run-testsuite.sh \
 	tests/testpmd-lib.sh \
 	tests/ovs-lib.sh \
+	tests/ovn-lib.sh \
+	tests/ovn-udp.py \
 	tests/check-all.sh \
 	tests/package-test.sh \
 	tests/chroot-package-test.sh \

@@ -15,6 +15,7 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-chroot.sh \
 	utilities/ovs-vhost-ovs-bench.sh \
 	utilities/ovs-vhost-anchor13.sh \
+	utilities/ovs-vhost-ovn.sh \
 	docs/benchmark.md \
 	docs/benchmark-ovs.md \
 	docs/ovn-plan.md \
