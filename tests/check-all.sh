@@ -9,7 +9,9 @@
 #      provider and ovs-vswitchd-vhost are built and tested), and runs
 #      `make check`.  The QEMU guest tests (tests/qemu.at, keyword qemu)
 #      run here only, to keep CI's time (they take minutes under TCG):
-#      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes).
+#      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes), and
+#      the OVN tests too (tests/ovn.at, keyword ovn: two chassis and a
+#      central, about 3 minutes; OVS_VHOST_SKIP_OVN=yes).
 #      This build also has the dirty-log audit (--enable-dirty-log-audit),
 #      so that the migration tests of tests/qemu-migration.at prove the
 #      dirty log during real QEMU migrations (the packed ping-pong test,
@@ -142,6 +144,10 @@ run_build ovs35 --enable-Werror CC=gcc --with-ovs-source="$ovs35"
 unset BUILD_TESTSUITEFLAGS
 OVS_VHOST_SKIP_QEMU=yes
 export OVS_VHOST_SKIP_QEMU
+# The OVN tests (tests/ovn.at, about 3 minutes) likewise run in the gcc
+# build only: the ASan build and distcheck would add 6 more.
+OVS_VHOST_SKIP_OVN=yes
+export OVS_VHOST_SKIP_OVN
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 # The asan build also audits the dirty log (--enable-dirty-log-audit):
 # every engine test that logs fails on a page written but not marked
