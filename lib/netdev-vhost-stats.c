@@ -209,6 +209,8 @@ netdev_vhost_get_custom_stats(const struct netdev *netdev,
                     "vhost_guarded_faults");
         add_counter(cs, &allocated, info.counters.rings_recovered,
                     "vhost_rings_recovered");
+        add_counter(cs, &allocated, info.counters.msgs_deferred,
+                    "vhost_msgs_deferred");
         add_counter(cs, &allocated, info.counters.iotlb_rejected,
                     "vhost_iotlb_rejected");
         add_counter(cs, &allocated, info.counters.iotlb_evicted,
@@ -385,10 +387,12 @@ netdev_vhost_show(const struct netdev *netdev, struct ds *ds)
         || (info.connected
             && info.protocol_features & (UINT64_C(1) << 8))) {
         ds_put_format(ds, "  postcopy: listens %"PRIu64", regions "
-                      "registered %"PRIu64", refused %"PRIu64"\n",
+                      "registered %"PRIu64", refused %"PRIu64", messages "
+                      "held for a faulting vring %"PRIu64"\n",
                       info.counters.postcopy_listens,
                       info.counters.postcopy_regions,
-                      info.counters.postcopy_rejected);
+                      info.counters.postcopy_rejected,
+                      info.counters.msgs_deferred);
     }
     if (!info.connected) {
         return;

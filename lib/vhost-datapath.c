@@ -192,7 +192,8 @@ vhost_datapath_miss__(struct vhost_dev *dev, struct virtq *vq,
 
 /* Ring 'vq', ready but unmapped, lost its translation to an IOTLB
  * invalidation: translates it again, or asks the frontend for what it
- * misses (once a page, as for buffers) and returns false. */
+ * misses (once a page, as for buffers), and ahead for the pages of its
+ * other parts that miss too, and returns false. */
 static bool OVS_COLD
 vhost_datapath_remap__(struct vhost_dev *dev, struct virtq *vq)
 {
@@ -201,10 +202,13 @@ vhost_datapath_remap__(struct vhost_dev *dev, struct virtq *vq)
     }
     if (vq->ring_miss) {
         struct virtq_ctx ctx = {
+            .mem = dev->mem, .iotlb = vq->iotlb,
             .miss = true, .miss_iova = vq->ring_miss_iova,
             .miss_perm = vq->ring_miss_perm,
         };
-        vhost_datapath_miss__(dev, vq, &ctx, !(vq->index & 1));
+        /* No chain to walk without the ring: the look-ahead asks for the
+         * ring's other parts, whatever the direction. */
+        vhost_datapath_miss__(dev, vq, &ctx, false);
     }
     return false;
 }
@@ -414,7 +418,9 @@ vhost_dequeue_pending(struct vhost_port *port, unsigned int qp)
 }
 
 /* Stores vring 'vring''s statistics in '*stats'.  Returns 0, or EINVAL if
- * there is no such vring.  Statistics last for the port's lifetime. */
+ * there is no such vring.  Statistics last for the port's lifetime.  Never
+ * waits long for a burst: if one holds the queue (a PMD thread blocked in
+ * a postcopy fault), the statistics as last read. */
 int
 vhost_port_get_queue_stats(struct vhost_port *port, unsigned int vring,
                            struct vhost_queue_stats *stats)
@@ -428,9 +434,15 @@ vhost_port_get_queue_stats(struct vhost_port *port, unsigned int vring,
     }
     vq = __atomic_load_n(&dev->vqs[vring], __ATOMIC_ACQUIRE);
     if (vq) {
-        virtq_lock(vq);
-        *stats = vq->stats;
-        virtq_unlock(vq);
+        if (virtq_lock_for_read(vq)) {
+            vq->stats_seen = vq->stats;
+            *stats = vq->stats;
+            virtq_unlock(vq);
+        } else {
+            /* A PMD thread sleeps in a fault holding the lock (and counts
+             * nothing meanwhile): what the last reader saw. */
+            *stats = vq->stats_seen;
+        }
     }
     return 0;
 }

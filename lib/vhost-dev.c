@@ -130,6 +130,28 @@ vhost_dev_any_started(const struct vhost_dev *dev)
     return false;
 }
 
+/* Returns the index of one of 'dev''s queues whose access lock the data
+ * path has held for 'max_us' microseconds (virtq_lock_bounded()), or -1 if
+ * none.  A message handler takes queue locks and spins for them; the
+ * engine asks this first, so that a PMD thread blocked in a fault (which
+ * holds its queue's lock until the frontend serves the page) holds back
+ * that device's messages rather than the loop that serves every port. */
+int
+vhost_dev_held_queue(struct vhost_dev *dev, unsigned int max_us)
+{
+    for (unsigned int i = 0; i < VHOST_MAX_QUEUES; i++) {
+        struct virtq *vq = dev->vqs[i];
+
+        if (vq) {
+            if (!virtq_lock_bounded(vq, max_us)) {
+                return i;
+            }
+            virtq_unlock(vq);
+        }
+    }
+    return -1;
+}
+
 /* Takes every allocated queue's access lock, in index order (the only lock
  * order: the data path holds one queue lock at a time). */
 void
@@ -407,9 +429,14 @@ vhost_dev_ask_rings__(struct vhost_dev *dev)
         /* Under the lock: the data path translates a ring that lost its
          * translation again, and writes these fields (virtq_map()). */
         virtq_lock(vq);
-        bool ask = vq->ring_miss && !vq->ring_miss_asked;
         uint64_t iova = vq->ring_miss_iova;
         uint8_t perm = vq->ring_miss_perm;
+        /* A part of a ring asked for ahead, after an invalidation took
+         * the whole ring (virtq_iommu_look_ahead()): its answer is on its
+         * way. */
+        bool ask = vq->ring_miss && !vq->ring_miss_asked
+                   && !virtq_iommu_asked_ahead(vq, iova, perm,
+                                               vhost_time_msec());
         virtq_unlock(vq);
 
         if (ask && !vhost_dev_send_iotlb_miss(dev, iova, perm, true)) {

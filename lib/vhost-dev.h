@@ -143,6 +143,7 @@ void vhost_dev_set_mem(struct vhost_dev *, struct guest_mem *);
 void vhost_dev_lock_queues(struct vhost_dev *);
 void vhost_dev_unlock_queues(struct vhost_dev *);
 bool vhost_dev_any_started(const struct vhost_dev *);
+int vhost_dev_held_queue(struct vhost_dev *, unsigned int max_us);
 void vhost_dev_update_ready(struct vhost_dev *);
 void vhost_dev_set_log(struct vhost_dev *, void *map, size_t map_len,
                        uint8_t *base, uint64_t size);

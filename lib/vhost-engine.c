@@ -355,6 +355,23 @@ vhost_engine_watch_set_output(struct vhost_engine *engine,
            ? errno : 0;
 }
 
+/* Makes 'watch' report only a hang-up or an error of its fd ('hold' true),
+ * or readability again.  For a connection that must read nothing for a
+ * while, without the loop spinning on its pending input.  Returns 0 or a
+ * positive errno value. */
+int
+vhost_engine_watch_hold(struct vhost_engine *engine,
+                        struct vhost_engine_watch *watch, bool hold)
+{
+    struct epoll_event ev = {
+        .events = hold ? 0 : EPOLLIN,
+        .data.ptr = watch,
+    };
+
+    return epoll_ctl(engine->epoll_fd, EPOLL_CTL_MOD, watch->fd, &ev)
+           ? errno : 0;
+}
+
 void
 vhost_engine_timer_init(struct vhost_engine_timer *timer,
                         void (*cb)(struct vhost_engine_timer *))

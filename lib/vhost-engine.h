@@ -60,6 +60,8 @@ void vhost_engine_watch_del(struct vhost_engine *,
                             struct vhost_engine_watch *);
 int vhost_engine_watch_set_output(struct vhost_engine *,
                                   struct vhost_engine_watch *, bool output);
+int vhost_engine_watch_hold(struct vhost_engine *,
+                            struct vhost_engine_watch *, bool hold);
 
 void vhost_engine_timer_init(struct vhost_engine_timer *,
                              void (*cb)(struct vhost_engine_timer *));

@@ -55,6 +55,27 @@
  * What an attacker who connects first and then sends SET_OWNER and idles
  * gets is what any frontend gets; socket permissions are what keep such a
  * peer out.
+ *
+ * Held queues
+ * ===========
+ *
+ * Message handlers take queue locks, spinning: a burst holds its queue's
+ * lock for microseconds.  But a PMD thread that touches a guest page that
+ * postcopy migration has not brought over yet sleeps in the fault, holding
+ * the lock, until the frontend serves the page; a frontend that never does
+ * (its migration paused by a broken link, or stuck) would stop the engine's
+ * loop, and every port with it, at the next message for that device, and
+ * the embedder's statistics with it.  So before a message is handled each
+ * queue's lock is tried for VHOST_PORT_QUEUE_WAIT_US (vhost_dev_held_queue();
+ * long enough for a burst whose thread was preempted) and, if one stays
+ * held, the message waits, unhandled and counted in 'msgs_deferred': the
+ * connection reads nothing more, reports only a hang-up, and is tried
+ * again every VHOST_PORT_DEFER_RETRY_MS, for VHOST_PORT_QUEUE_RETRY_WAIT_US
+ * each time.  A frontend
+ * that goes meanwhile is disconnected, which closes the userfaultfd first
+ * and so wakes the PMD thread (vhost_dev_reset()).  Between the check and
+ * the handler a burst can still start and fault; that window is a few
+ * microseconds per message, not the life of the stall.
  */
 
 #include <config.h>
@@ -82,6 +103,17 @@
  * message it started, before one that connected after it may take its
  * place (see "Takeover" above). */
 #define VHOST_PORT_TAKEOVER_MS 250
+
+/* A message is handled only once none of its device's queues has been held
+ * by the data path for VHOST_PORT_QUEUE_WAIT_US; until then it waits, and
+ * is tried again every VHOST_PORT_DEFER_RETRY_MS (see "Held queues"
+ * below). */
+#define VHOST_PORT_QUEUE_WAIT_US 200000
+#define VHOST_PORT_DEFER_RETRY_MS 50
+
+/* How long each later try waits: the queue is known to be held, and the
+ * loop must not spend its time waiting for it. */
+#define VHOST_PORT_QUEUE_RETRY_WAIT_US 2000
 
 struct vhost_port {
     struct vhost_engine *engine;
@@ -125,6 +157,12 @@ struct vhost_port {
     struct vhost_engine_timer msg_timer;
     bool msg_timer_armed;
 
+    /* The message in 'reader' waits for a held queue (see "Held queues"
+     * above): 'defer_timer' tries it again. */
+    bool msg_deferred;
+    int held_vring;                     /* The vring it waits for. */
+    struct vhost_engine_timer defer_timer;
+
     /* Server mode: while the process is out of fds (accept() fails with
      * EMFILE and the like), the listening socket stays readable; it is
      * taken off the loop and this timer puts it back, so the loop does not
@@ -152,6 +190,7 @@ static void vhost_port_listen_cb__(struct vhost_engine_watch *, uint32_t);
 static void vhost_port_accept_resume_cb__(struct vhost_engine_timer *);
 static void vhost_port_msg_timeout_cb__(struct vhost_engine_timer *);
 static void vhost_port_pending_cb__(struct vhost_engine_timer *);
+static void vhost_port_defer_cb__(struct vhost_engine_timer *);
 
 struct vhost_port *
 vhost_port_from_node(struct ovs_list *node)
@@ -259,6 +298,8 @@ vhost_port_disconnect__(struct vhost_port *port, bool destroying)
     port->dev.counters.fds_closed += vhost_user_msg_release(&port->reader);
     vhost_engine_timer_cancel(&port->msg_timer);
     port->msg_timer_armed = false;
+    vhost_engine_timer_cancel(&port->defer_timer);
+    port->msg_deferred = false;
     vhost_engine_watch_del(port->engine, &port->conn_watch);
     close(port->conn_fd);
     port->conn_fd = -1;
@@ -502,7 +543,7 @@ vhost_port_send_reply__(struct vhost_port *port)
 static void
 vhost_port_update_msg_timer__(struct vhost_port *port)
 {
-    bool owed = port->conn_fd >= 0
+    bool owed = port->conn_fd >= 0 && !port->msg_deferred
                 && (port->reader.have > 0 || port->out_pending);
 
     if (owed && !port->msg_timer_armed) {
@@ -536,15 +577,98 @@ vhost_port_msg_timeout_cb__(struct vhost_engine_timer *timer)
 
 static void vhost_port_conn_run__(struct vhost_port *);
 
+/* Serves the connection: what it sent, its timers, a waiting newcomer. */
+static void
+vhost_port_conn_serve__(struct vhost_port *port)
+{
+    vhost_port_conn_run__(port);
+    vhost_port_update_msg_timer__(port);
+    vhost_port_judge__(port);
+}
+
 static void
 vhost_port_conn_cb__(struct vhost_engine_watch *watch, uint32_t events)
 {
     struct vhost_port *port = CONTAINER_OF(watch, struct vhost_port,
                                            conn_watch);
 
-    vhost_port_conn_run__(port);
-    vhost_port_update_msg_timer__(port);
-    vhost_port_judge__(port);
+    vhost_port_conn_serve__(port);
+}
+
+static void
+vhost_port_defer_cb__(struct vhost_engine_timer *timer)
+{
+    struct vhost_port *port = CONTAINER_OF(timer, struct vhost_port,
+                                           defer_timer);
+
+    if (port->conn_fd >= 0) {
+        vhost_port_conn_serve__(port);
+    }
+}
+
+/* Returns true if the message in 'port->reader' may be handled now: no
+ * queue of the device is held by the data path (see "Held queues" above).
+ * Otherwise the message waits: the first time, it is counted and logged,
+ * and the connection stops reporting input; every time, 'defer_timer' is
+ * armed to try again. */
+static bool
+vhost_port_may_handle__(struct vhost_port *port)
+{
+    struct vhost_dev *dev = &port->dev;
+    int held = vhost_dev_held_queue(dev, port->msg_deferred
+                                         ? VHOST_PORT_QUEUE_RETRY_WAIT_US
+                                         : VHOST_PORT_QUEUE_WAIT_US);
+
+    if (held < 0) {
+        if (port->msg_deferred) {
+            port->msg_deferred = false;
+            vhost_engine_watch_hold(port->engine, &port->conn_watch, false);
+            VLOG_INFO("%s: vring %d released; handling %s", port->name,
+                      port->held_vring, vhost_user_request_to_string(
+                          port->reader.msg.hdr.request));
+        }
+        return true;
+    }
+    if (!port->msg_deferred) {
+        port->msg_deferred = true;
+        port->held_vring = held;
+        dev->counters.msgs_deferred++;
+        /* Only a hang-up wakes the connection until the queue is free. */
+        vhost_engine_watch_hold(port->engine, &port->conn_watch, true);
+        VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: vring %d held by the "
+                         "data path for %u ms (a postcopy fault the "
+                         "frontend does not serve?); %s waits", port->name,
+                         held, VHOST_PORT_QUEUE_WAIT_US / 1000,
+                         vhost_user_request_to_string(
+                             port->reader.msg.hdr.request));
+    }
+    vhost_engine_timer_arm(port->engine, &port->defer_timer,
+                           VHOST_PORT_DEFER_RETRY_MS);
+    return false;
+}
+
+/* Handles the message complete in 'port->reader' and sends its reply.
+ * Returns true if the connection may go on reading. */
+static bool
+vhost_port_handle_msg__(struct vhost_port *port)
+{
+    struct vhost_dev *dev = &port->dev;
+    enum vhost_user_verdict verdict
+        = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
+
+    dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
+    /* Latched: a RESET_OWNER later does not make this connection any less
+     * a frontend. */
+    port->conn_owned |= dev->owned;
+    if (verdict == VHOST_USER_DISCONNECT) {
+        vhost_port_disconnect__(port, false);
+        return false;
+    }
+    if (verdict == VHOST_USER_REPLY) {
+        port->out_sent = 0;
+        return vhost_port_send_reply__(port);
+    }
+    return true;
 }
 
 /* Handles what the frontend sent, up to VHOST_PORT_MAX_MSGS_PER_RUN
@@ -554,6 +678,20 @@ vhost_port_conn_run__(struct vhost_port *port)
 {
     struct vhost_dev *dev = &port->dev;
 
+    if (port->msg_deferred) {
+        if (vhost_socket_peer_gone(port->conn_fd)) {
+            VHOST_DEV_LOG_RL(dev, VHOST_LOG_WARN, "%s: frontend gone while "
+                             "%s waited for a held vring", port->name,
+                             vhost_user_request_to_string(
+                                 port->reader.msg.hdr.request));
+            vhost_port_disconnect__(port, false);
+            return;
+        }
+        if (!vhost_port_may_handle__(port)
+            || !vhost_port_handle_msg__(port)) {
+            return;
+        }
+    }
     if (port->out_pending
         && (!vhost_port_send_reply__(port) || port->out_pending)) {
         return;
@@ -568,28 +706,15 @@ vhost_port_conn_run__(struct vhost_port *port)
         case VHOST_USER_READ_MORE:
             return;
 
-        case VHOST_USER_READ_MSG: {
+        case VHOST_USER_READ_MSG:
             /* The frontend finished its message: the next one gets a
              * timeout of its own. */
             vhost_port_stop_msg_timer__(port);
-            enum vhost_user_verdict verdict
-                = vhost_user_dispatch(dev, &port->reader.msg, &port->out);
-            dev->counters.fds_closed += vhost_user_msg_release(&port->reader);
-            /* Latched: a RESET_OWNER later does not make this connection
-             * any less a frontend. */
-            port->conn_owned |= dev->owned;
-            if (verdict == VHOST_USER_DISCONNECT) {
-                vhost_port_disconnect__(port, false);
+            if (!vhost_port_may_handle__(port)
+                || !vhost_port_handle_msg__(port)) {
                 return;
             }
-            if (verdict == VHOST_USER_REPLY) {
-                port->out_sent = 0;
-                if (!vhost_port_send_reply__(port)) {
-                    return;
-                }
-            }
             break;
-        }
 
         case VHOST_USER_READ_BAD:
             dev->counters.msgs++;
@@ -684,6 +809,7 @@ vhost_port_create(struct vhost_engine *engine,
     port->msg_timeout_ms = opts->msg_timeout_ms ? opts->msg_timeout_ms
                                                 : VHOST_PORT_MSG_TIMEOUT_MS;
     vhost_engine_timer_init(&port->msg_timer, vhost_port_msg_timeout_cb__);
+    vhost_engine_timer_init(&port->defer_timer, vhost_port_defer_cb__);
     port->backoff_ms = port->reconnect_min_ms;
     port->connect_rl = (struct vhost_ratelimit) VHOST_RATELIMIT_INIT(2, 1);
     port->listen_fd = -1;
@@ -807,7 +933,7 @@ vhost_port_set_mtu(struct vhost_port *port, uint16_t mtu)
 
 /* Stores queue 'qid''s state in '*info'.  Returns 0, or EINVAL if the port
  * has no queue 'qid'.  A queue the frontend has not named yet reads as all
- * zeros. */
+ * zeros.  Never waits long for a burst (see virtq_lock_bounded()). */
 int
 vhost_port_get_queue_info(struct vhost_port *port, unsigned int qid,
                           struct vhost_queue_info *info)
@@ -820,17 +946,22 @@ vhost_port_get_queue_info(struct vhost_port *port, unsigned int qid,
     vhost_engine_lock(port->engine);
     struct virtq *vq = port->dev.vqs[qid];
     if (vq && qid < port->dev.n_vqs) {
-        virtq_lock(vq);
+        /* The control plane writes these with the engine mutex held. */
         info->enabled = vq->enabled;
         info->ready = vq->ready;
         info->size = vq->size;
-        info->base = virtq_get_base(vq);
         info->has_addr = vq->has_addr;
         info->has_kick = vq->has_kick;
         info->has_call = vq->call_fd >= 0;
         info->has_err = vq->err_fd >= 0;
         info->log_used = vq->log_used;
-        virtq_unlock(vq);
+        /* The position is the data path's: not while a burst holds the
+         * queue for long (a PMD thread in a postcopy fault), when it
+         * reads as 0. */
+        if (virtq_lock_for_read(vq)) {
+            info->base = virtq_get_base(vq);
+            virtq_unlock(vq);
+        }
     }
     vhost_engine_unlock(port->engine);
     return 0;

@@ -7,6 +7,7 @@
 #include "vhost-socket.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -141,4 +142,15 @@ vhost_socket_unlink(const char *path, ino_t inode)
     if (!lstat(path, &st) && S_ISSOCK(st.st_mode) && st.st_ino == inode) {
         unlink(path);
     }
+}
+
+/* Returns true if the peer of connected socket 'fd' has closed or shut
+ * down its end, even if it left unread input behind; does not wait. */
+bool
+vhost_socket_peer_gone(int fd)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+    return poll(&pfd, 1, 0) > 0
+           && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }

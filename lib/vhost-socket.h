@@ -10,11 +10,13 @@
 #ifndef OVS_VHOST_VHOST_SOCKET_H
 #define OVS_VHOST_VHOST_SOCKET_H 1
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 int vhost_socket_listen(const char *path, int *fdp, ino_t *inodep);
 int vhost_socket_accept(int listen_fd, int *fdp);
 int vhost_socket_connect(const char *path, int *fdp);
 void vhost_socket_unlink(const char *path, ino_t inode);
+bool vhost_socket_peer_gone(int fd);
 
 #endif /* vhost-socket.h */

@@ -254,7 +254,7 @@ virtq_iommu_page__(uint64_t iova)
 
 /* True if the page of 'iova' was asked for ahead for 'perm' less than
  * VIRTQ_IOMMU_MISS_RETRY_MS before 'now_ms' and no update covered it
- * since; then stores when in '*msp'. */
+ * since; then stores when in '*msp', unless 'msp' is NULL. */
 static bool
 virtq_iommu_asked_ahead__(const struct virtq *vq, uint64_t iova, uint8_t perm,
                           long long int now_ms, long long int *msp)
@@ -265,7 +265,9 @@ virtq_iommu_asked_ahead__(const struct virtq *vq, uint64_t iova, uint8_t perm,
         if (a->e[i].live && a->e[i].perm == perm
             && virtq_iommu_page__(a->e[i].iova) == virtq_iommu_page__(iova)
             && now_ms - a->e[i].ms < VIRTQ_IOMMU_MISS_RETRY_MS) {
-            *msp = a->e[i].ms;
+            if (msp) {
+                *msp = a->e[i].ms;
+            }
             return true;
         }
     }
@@ -316,22 +318,30 @@ virtq_iommu_waiting(struct virtq *vq)
     return false;
 }
 
+/* True if IOTLB update 'msg' answers a miss for 'iova' and 'perm': it
+ * covers that IOVA, with that access. */
+static bool
+virtq_iommu_covers__(const struct vhost_iotlb_msg *msg, uint64_t iova,
+                     uint8_t perm)
+{
+    return iova - msg->iova < msg->size && (msg->perm & perm) == perm;
+}
+
 /* Clears 'vq''s outstanding miss, and forgets the pages asked for ahead,
- * that IOTLB update 'msg' answers: it covers the IOVA asked for, with the
- * access asked for. */
+ * that IOTLB update 'msg' answers. */
 void
 virtq_iommu_answered(struct virtq *vq, const struct vhost_iotlb_msg *msg)
 {
     struct virtq_iommu_asked *a = vq->asked_ahead;
 
     if (vq->miss_sent
-        && vq->miss_sent_iova - msg->iova < msg->size
-        && (msg->perm & vq->miss_sent_perm) == vq->miss_sent_perm) {
+        && virtq_iommu_covers__(msg, vq->miss_sent_iova,
+                                vq->miss_sent_perm)) {
         vq->miss_sent = false;
     }
     for (unsigned int i = 0; a && i < VIRTQ_IOMMU_ASKED_MAX; i++) {
-        if (a->e[i].live && a->e[i].iova - msg->iova < msg->size
-            && (msg->perm & a->e[i].perm) == a->e[i].perm) {
+        if (a->e[i].live
+            && virtq_iommu_covers__(msg, a->e[i].iova, a->e[i].perm)) {
             a->e[i].live = false;
         }
     }
@@ -354,7 +364,24 @@ virtq_iommu_look_ahead(struct virtq *vq, const struct virtq_ctx *ctx,
     a->now_ms = now_ms;
     a->work = VIRTQ_IOMMU_AHEAD_WORK;
     a->n = 0;
-    if (!ctx->iotlb || !vq->desc || vq->broken) {
+    if (!ctx->iotlb || vq->broken) {
+        return;
+    }
+    if (!vq->desc) {
+        /* The ring itself missed (an invalidation took its translation):
+         * no chain to look at, but its other parts, which translating it
+         * again would otherwise meet one round trip at a time. */
+        if (vq->has_addr && vq->size) {
+            struct virtq_ring_part parts[3];
+
+            virtq_ring_parts(vq, parts);
+            for (int i = 0; i < 3; i++) {
+                if (!virtq_iommu_ahead_buf(vq, a, parts[i].iova,
+                                           parts[i].len, parts[i].perm)) {
+                    break;
+                }
+            }
+        }
         return;
     }
     if (vq->packed) {
@@ -385,7 +412,6 @@ virtq_iommu_ahead_known__(const struct virtq *vq,
                           uint8_t perm)
 {
     uint64_t page = virtq_iommu_page__(iova);
-    long long int ms;
 
     if (a->ctx->miss && a->ctx->miss_perm == perm
         && virtq_iommu_page__(a->ctx->miss_iova) == page) {
@@ -396,7 +422,7 @@ virtq_iommu_ahead_known__(const struct virtq *vq,
             return true;
         }
     }
-    return virtq_iommu_asked_ahead__(vq, iova, perm, a->now_ms, &ms);
+    return virtq_iommu_asked_ahead__(vq, iova, perm, a->now_ms, NULL);
 }
 
 /* Look-ahead 'a' of 'vq' met a buffer of 'len' bytes at I/O virtual
@@ -477,6 +503,17 @@ virtq_iommu_free_ahead(struct virtq *vq)
 {
     free(vq->asked_ahead);
     vq->asked_ahead = NULL;
+}
+
+/* True if the page of 'iova' was asked for ahead for 'perm' less than
+ * VIRTQ_IOMMU_MISS_RETRY_MS before 'now_ms' and no update has answered it
+ * yet: a ring that misses it again need not ask.  The caller holds the
+ * access lock. */
+bool
+virtq_iommu_asked_ahead(const struct virtq *vq, uint64_t iova, uint8_t perm,
+                        long long int now_ms)
+{
+    return virtq_iommu_asked_ahead__(vq, iova, perm, now_ms, NULL);
 }
 
 /* Notes that the frontend was asked at 'now_ms' for the translation of

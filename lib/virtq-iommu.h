@@ -135,6 +135,8 @@ bool virtq_iommu_should_ask(struct virtq *, const struct virtq_ctx *,
 void virtq_iommu_note_asked(struct virtq *, uint64_t iova, uint8_t perm,
                             long long int now_ms);
 bool virtq_iommu_waiting(struct virtq *);
+bool virtq_iommu_asked_ahead(const struct virtq *, uint64_t iova, uint8_t perm,
+                             long long int now_ms);
 void virtq_iommu_answered(struct virtq *, const struct vhost_iotlb_msg *);
 
 /* Ask ahead (see above). */

@@ -6,8 +6,10 @@
 #include <config.h>
 #include "virtq.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "guest-mem.h"
 #include "util.h"
@@ -134,6 +136,62 @@ virtq_set_size(struct virtq *vq, uint16_t size, const struct guest_mem *mem)
     vq->ready = vq->ready && virtq_can_run(vq);
 }
 
+/* Acquires 'vq''s access lock for the control plane, waiting for at most
+ * 'max_us' microseconds.  Returns true with the lock held, or false,
+ * without it, if the data path held it all that time.  A burst holds the
+ * lock for microseconds, but its thread may be preempted meanwhile on a
+ * busy machine: after a short spin this yields, so that a holder on this
+ * CPU can finish, and callers give it tens of milliseconds.  A lock held
+ * longer than that belongs to a thread that is blocked, in practice a PMD
+ * thread waiting in a postcopy fault that the frontend does not serve
+ * (yet, or ever), and the caller must not wait for it: the engine's loop
+ * would stop for every port. */
+bool
+virtq_lock_bounded(struct virtq *vq, unsigned int max_us)
+{
+    struct timespec start, now;
+
+    for (int i = 0; i < 256; i++) {
+        if (!atomic_load_explicit(&vq->locked, memory_order_relaxed)
+            && virtq_trylock(vq)) {
+            return true;
+        }
+        cpu_relax();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        sched_yield();
+        if (!atomic_load_explicit(&vq->locked, memory_order_relaxed)
+            && virtq_trylock(vq)) {
+            return true;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long int us = (now.tv_sec - start.tv_sec) * 1000000LL
+                           + (now.tv_nsec - start.tv_nsec) / 1000;
+        if (us >= max_us) {
+            return false;
+        }
+    }
+}
+
+/* virtq_lock_bounded() for a reader of 'vq''s statistics or state, which
+ * settles for what it saw last if it must: VIRTQ_READ_WAIT_US, or only
+ * VIRTQ_READ_HELD_WAIT_US while the last reader could not get the lock
+ * either, so that reading the statistics of a queue held for good costs
+ * little. */
+bool
+virtq_lock_for_read(struct virtq *vq)
+{
+    bool held = __atomic_load_n(&vq->read_held, __ATOMIC_RELAXED);
+    bool locked = virtq_lock_bounded(vq, held ? VIRTQ_READ_HELD_WAIT_US
+                                              : VIRTQ_READ_WAIT_US);
+
+    if (locked == held) {
+        __atomic_store_n(&vq->read_held, !locked, __ATOMIC_RELAXED);
+    }
+    return locked;
+}
+
 /* Closes 'vq''s fds and returns it to its initial state.  The caller holds
  * the access lock or knows the data path cannot see 'vq'. */
 void
@@ -197,6 +255,29 @@ virtq_parts_aligned__(const void *desc, const void *avail, const void *used)
              || (uintptr_t) used % VRING_USED_ALIGN);
 }
 
+/* Stores in 'parts' the descriptor table, driver area and device area of
+ * 'vq' as the frontend addressed them, with the access each needs: the
+ * device reads the descriptors and the driver area, and writes the device
+ * area; a packed ring's descriptors too (VIRTIO 1.2 §2.8.5: used
+ * descriptors overwrite available ones). */
+void
+virtq_ring_parts(const struct virtq *vq, struct virtq_ring_part parts[3])
+{
+    uint64_t desc_len, avail_len, used_len;
+
+    virtq_part_sizes__(vq, &desc_len, &avail_len, &used_len);
+    parts[0] = (struct virtq_ring_part) {
+        vq->desc_uva, desc_len,
+        vq->packed ? VHOST_ACCESS_RW : VHOST_ACCESS_RO,
+    };
+    parts[1] = (struct virtq_ring_part) {
+        vq->avail_uva, avail_len, VHOST_ACCESS_RO,
+    };
+    parts[2] = (struct virtq_ring_part) {
+        vq->used_uva, used_len, VHOST_ACCESS_WO,
+    };
+}
+
 /* With an IOTLB: translates 'vq''s ring parts, I/O virtual addresses then,
  * and stores them as virtq_map() does.  A part the IOTLB has no entry for
  * yet is noted in 'ring_miss', for the control plane to ask the frontend
@@ -204,22 +285,12 @@ virtq_parts_aligned__(const void *desc, const void *avail, const void *used)
  * guest physical address, found here: what QEMU sends as log_guest_addr
  * is an I/O virtual address too. */
 static bool
-virtq_map_iova__(struct virtq *vq, const struct guest_mem *mem,
-                 uint64_t desc_len, uint64_t avail_len, uint64_t used_len)
+virtq_map_iova__(struct virtq *vq, const struct guest_mem *mem)
 {
-    /* The device reads the descriptors and the driver area, and writes
-     * the device area; a packed ring's descriptors too (VIRTIO 1.2
-     * §2.8.5: used descriptors overwrite available ones). */
-    const struct {
-        uint64_t iova, len;
-        uint8_t perm;
-    } parts[3] = {
-        { vq->desc_uva, desc_len,
-          vq->packed ? VHOST_ACCESS_RW : VHOST_ACCESS_RO },
-        { vq->avail_uva, avail_len, VHOST_ACCESS_RO },
-        { vq->used_uva, used_len, VHOST_ACCESS_WO },
-    };
+    struct virtq_ring_part parts[3];
     void *hva[3];
+
+    virtq_ring_parts(vq, parts);
     uint64_t gpa[3];
 
     for (int i = 0; i < 3; i++) {
@@ -274,8 +345,7 @@ virtq_map(struct virtq *vq, const struct guest_mem *mem)
         bool was_asked = vq->ring_miss && vq->ring_miss_asked;
 
         vq->ring_miss = false;
-        bool mapped = virtq_map_iova__(vq, mem, desc_len, avail_len,
-                                       used_len);
+        bool mapped = virtq_map_iova__(vq, mem);
         vq->ring_miss_asked = vq->ring_miss && was_asked
                               && vq->ring_miss_iova == asked;
         return mapped;

@@ -219,7 +219,26 @@ struct virtq {
     struct virtq_poslog_slot *poslog_slot;
     struct virtq_poslog_slot *poslog;
     uint32_t poslog_last;
+
+    /* Control plane: 'stats' as last copied under the lock, given out
+     * instead when the data path holds the lock for longer than a reader
+     * may wait (vhost_port_get_queue_stats()).  Written with the lock
+     * held.  'read_held' (atomic) says the last reader could not get the
+     * lock, so that the next waits only VIRTQ_READ_HELD_WAIT_US. */
+    struct vhost_queue_stats stats_seen;
+    bool read_held;
 };
+
+/* How long a reader of statistics or state waits for a queue's lock
+ * before it settles for what it saw last: a burst holds the lock for
+ * microseconds (or, preempted on a busy machine, milliseconds), a PMD
+ * thread in a postcopy fault for as long as the frontend takes to serve
+ * it (virtq_lock_bounded()).  Once a reader gave up, the next ones wait
+ * only a little, until one gets the lock again. */
+#define VIRTQ_READ_WAIT_US 200000
+#define VIRTQ_READ_HELD_WAIT_US 1000
+
+bool virtq_lock_for_read(struct virtq *);
 
 void virtq_init(struct virtq *, unsigned int index);
 void virtq_reset(struct virtq *);
@@ -234,6 +253,16 @@ void virtq_configure(struct virtq *, uint64_t features,
                      const struct guest_mem *, const struct vhost_iotlb *);
 void virtq_set_size(struct virtq *, uint16_t size, const struct guest_mem *);
 uint32_t virtq_get_base(const struct virtq *);
+
+/* One of a ring's three parts, as the frontend addressed it (an I/O
+ * virtual address with an IOTLB): its length for the ring's size and
+ * layout, and the access the device needs to it. */
+struct virtq_ring_part {
+    uint64_t iova;
+    uint64_t len;
+    uint8_t perm;                   /* VHOST_ACCESS_*. */
+};
+void virtq_ring_parts(const struct virtq *, struct virtq_ring_part[3]);
 
 /* True if 'vq' is started (vhost-user.rst, "Ring states"): from
  * SET_VRING_KICK, with or without an fd, until GET_VRING_BASE stops it or
@@ -355,6 +384,8 @@ virtq_lock(struct virtq *vq)
         }
     }
 }
+
+bool virtq_lock_bounded(struct virtq *, unsigned int max_us);
 
 /* Tries to acquire 'vq''s access lock without waiting.  For the data path,
  * which skips the queue this time if the control plane holds it. */

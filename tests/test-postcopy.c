@@ -401,6 +401,65 @@ pc_burst_done__(void *burst_)
     return atomic_load(&b->done) >= 0;
 }
 
+/* Where in region 1 pc_start_faulting()'s packet lies. */
+#define PC_FAULT_OFF (1 << 20)
+
+/* Starts port 'name' listening for postcopy (its userfaultfd, the
+ * frontend's copy, in '*ufdp'; the engine's region bases in 'bases'), two
+ * vrings, and a TX packet ('tx') in a page that has not arrived; then a
+ * burst on another thread ('burst', 'thread'), which sleeps in the fault
+ * on that page, holding vring 1's lock, until the page comes or the
+ * userfaultfd goes. */
+static void
+pc_start_faulting(struct pc *pc, const char *name, int *ufdp,
+                  uint64_t bases[TFE_MAX_REGIONS], struct tfe_vq *tx,
+                  struct pc_burst *burst, pthread_t *thread)
+{
+    pc_start(pc, name, true);
+    TU_CHECK_OK(tfe_postcopy_advise(pc->fe, ufdp));
+    TU_CHECK_OK(tfe_postcopy_listen(pc->fe));
+    /* Every page the rings and the packet use, written before they are
+     * registered: present, so only the punched page faults. */
+    const struct tfe_region *r1 = &pc->fe->mem->regions[1];
+    memset(pc->fe->mem->regions[0].va, 0, 64 << 10);
+    memset(r1->va, 0, 2 << 20);
+    TU_CHECK_OK(tfe_postcopy_set_mem_table(pc->fe, bases));
+    for (unsigned int q = 0; q < 2; q++) {
+        TU_CHECK_OK(tfe_vring_setup(pc->fe, q, 256));
+        TU_CHECK_OK(tfe_set_vring_enable(pc->fe, q, true));
+    }
+    TU_CHECK(tu_wait_port(pc->port, tu_port_ready, NULL, TU_TIMEOUT_MS));
+
+    static const struct tfe_net_hdr zero;
+    uint8_t pkt[100] = { 1 };
+    TU_CHECK_OK(tfe_vq_init(tx, pc->fe, 1, 1, 1 << 20));
+    struct tfe_buf_opts at = { .gpa = r1->gpa + PC_FAULT_OFF };
+    TU_CHECK_CMP(tfe_vq_post_tx(tx, &zero, 12, pkt, sizeof pkt, &at), >=, 0);
+    TU_CHECK_OK(fallocate(r1->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                          r1->mmap_offset + PC_FAULT_OFF, PAGE));
+
+    burst->pc = pc;
+    atomic_init(&burst->done, -1);
+    TU_CHECK_OK(pthread_create(thread, NULL, pc_burst_main, burst));
+    tu_sleep_ms(100);
+    TU_CHECK(!pc_burst_done__(burst));
+}
+
+/* The frontend of 'pc' goes, closing its copy 'ufd' of the userfaultfd,
+ * while 'burst' sleeps in a fault: the port disconnects, and the burst on
+ * 'thread' wakes and returns. */
+static void
+pc_frontend_goes(struct pc *pc, int ufd, struct pc_burst *burst,
+                 pthread_t thread)
+{
+    close(ufd);
+    tfe_disconnect(pc->fe);
+    TU_CHECK(tu_wait_port(pc->port, tu_port_disconnected, NULL,
+                          TU_TIMEOUT_MS));
+    TU_CHECK(tu_wait_until(pc_burst_done__, burst, TU_TIMEOUT_MS));
+    pthread_join(thread, NULL);
+}
+
 /* The frontend goes while a burst waits in a fault on a page it never
  * sent, holding its queue's lock: the engine's reset closes the
  * userfaultfd before it takes any queue lock, which wakes the burst,
@@ -409,50 +468,140 @@ static void
 test_postcopy_gone(void)
 {
     uint64_t bases[TFE_MAX_REGIONS];
+    struct pc_burst burst;
+    pthread_t thread;
+    struct tfe_vq tx;
     struct pc pc;
     int ufd;
 
     pc_need_userfaultfd();
-    pc_start(&pc, "pc-gone", true);
-    TU_CHECK_OK(tfe_postcopy_advise(pc.fe, &ufd));
-    TU_CHECK_OK(tfe_postcopy_listen(pc.fe));
-    /* Every page the rings and the packet use, written before they are
-     * registered: present, so only the punched page faults. */
-    const struct tfe_region *r1 = &pc.fe->mem->regions[1];
-    memset(pc.fe->mem->regions[0].va, 0, 64 << 10);
-    memset(r1->va, 0, 2 << 20);
-    TU_CHECK_OK(tfe_postcopy_set_mem_table(pc.fe, bases));
-    for (unsigned int q = 0; q < 2; q++) {
-        TU_CHECK_OK(tfe_vring_setup(pc.fe, q, 256));
-        TU_CHECK_OK(tfe_set_vring_enable(pc.fe, q, true));
-    }
-    TU_CHECK(tu_wait_port(pc.port, tu_port_ready, NULL, TU_TIMEOUT_MS));
-
-    struct tfe_vq tx;
-    static const struct tfe_net_hdr zero;
-    uint8_t pkt[100] = { 1 };
-    TU_CHECK_OK(tfe_vq_init(&tx, pc.fe, 1, 1, 1 << 20));
-    struct tfe_buf_opts at = { .gpa = r1->gpa + (1 << 20) };
-    TU_CHECK_CMP(tfe_vq_post_tx(&tx, &zero, 12, pkt, sizeof pkt, &at), >=, 0);
-    TU_CHECK_OK(fallocate(r1->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                          r1->mmap_offset + (1 << 20), PAGE));
-
-    struct pc_burst burst = { .pc = &pc };
-    atomic_init(&burst.done, -1);
-    pthread_t thread;
-    TU_CHECK_OK(pthread_create(&thread, NULL, pc_burst_main, &burst));
-    tu_sleep_ms(100);
-    TU_CHECK(!pc_burst_done__(&burst));
+    pc_start_faulting(&pc, "pc-gone", &ufd, bases, &tx, &burst, &thread);
     tu_log("the burst waits in the fault; the frontend goes");
-    close(ufd);
-    tfe_disconnect(pc.fe);
-    TU_CHECK(tu_wait_port(pc.port, tu_port_disconnected, NULL,
-                          TU_TIMEOUT_MS));
-    TU_CHECK(tu_wait_until(pc_burst_done__, &burst, TU_TIMEOUT_MS));
-    pthread_join(thread, NULL);
+    pc_frontend_goes(&pc, ufd, &burst, thread);
     tu_log("  the burst returned %d", atomic_load(&burst.done));
     tfe_vq_destroy(&tx);
     pc_finish(&pc);
+}
+
+/* The engine's loop, timed from this thread: a port's info (which takes
+ * the engine mutex) and a queue's statistics and state (which try its
+ * lock for at most 200 ms) must come back, in well under two seconds on
+ * a loaded machine, while a burst sleeps in a fault holding that queue. */
+static void
+pc_check_responsive(struct pc *pc, const char *when)
+{
+    struct vhost_queue_stats st;
+    struct vhost_queue_info qi;
+    long long int t0 = tu_now_ms();
+
+    (void) tu_port_info(pc->port);
+    TU_CHECK_OK(vhost_port_get_queue_stats(pc->port, 1, &st));
+    TU_CHECK_OK(vhost_port_get_queue_info(pc->port, 1, &qi));
+    long long int ms = tu_now_ms() - t0;
+    tu_log("  %s: info, statistics and state in %lld ms", when, ms);
+    TU_CHECK_CMP(ms, <, 1500);
+    TU_CHECK(qi.enabled);
+}
+
+/* True once 'pc''s port counts a message held back. */
+static bool
+pc_deferred__(void *pc_)
+{
+    struct pc *pc = pc_;
+
+    return tu_port_info(pc->port).counters.msgs_deferred > 0;
+}
+
+/* A burst sleeps in a fault that the frontend, alive, does not serve (its
+ * migration paused), holding its queue's lock; the frontend then sends
+ * GET_VRING_BASE for that queue.  The message waits, counted, and the
+ * engine's loop goes on serving: statistics, state and a second port's
+ * frontend are answered.  Then either the page comes, the burst returns,
+ * the message is handled and its reply arrives; or ('gone') the frontend
+ * goes, and the disconnect wakes the burst.  Without the wait, the loop
+ * spun on the queue's lock for as long as the fault lasted. */
+static void
+pc_held(bool gone)
+{
+    uint64_t bases[TFE_MAX_REGIONS];
+    struct pc_burst burst;
+    pthread_t thread;
+    struct tfe_vq tx;
+    struct pc pc;
+    int ufd;
+
+    tu_log("%s", gone ? "the frontend goes" : "the page comes");
+    pc_start_faulting(&pc, "pc-held", &ufd, bases, &tx, &burst, &thread);
+    pc_check_responsive(&pc, "the burst waits in the fault");
+
+    tu_log("GET_VRING_BASE for the held vring");
+    struct vhost_user_vring_state state = { .index = 1 };
+    TU_CHECK_OK(tfe_send(pc.fe, VHOST_USER_GET_VRING_BASE,
+                         VHOST_USER_VERSION, &state, sizeof state, NULL, 0));
+    TU_CHECK(tu_wait_until(pc_deferred__, &pc, TU_TIMEOUT_MS));
+    pc_check_responsive(&pc, "the message waits");
+
+    tu_log("a second port's frontend is served meanwhile");
+    struct vhost_port_options opts;
+    struct vhost_port *port_b;
+    char *path_b = tu_path("pc-held-b");
+    vhost_port_options_init(&opts);
+    opts.name = "pc-held-b";
+    opts.path = path_b;
+    opts.mode = VHOST_PORT_SERVER;
+    opts.max_queue_pairs = 1;
+    TU_CHECK_OK(vhost_port_create(pc.engine, &opts, &port_b));
+    struct tfe *fe_b = tfe_create(tfe_mem_create_default());
+    TU_CHECK_OK(tfe_connect(fe_b, path_b));
+    TU_CHECK_OK(tfe_setup_device(fe_b, 1, NULL));
+    TU_CHECK(tu_wait_port(port_b, tu_port_ready, NULL, TU_TIMEOUT_MS));
+
+    tu_sleep_ms(200);
+    TU_CHECK(!pc_burst_done__(&burst));
+    TU_CHECK_EQ(tu_port_info(pc.port).counters.msgs_deferred, 1);
+
+    if (gone) {
+        tu_log("the frontend goes: the burst wakes, nothing is handled");
+        pc_frontend_goes(&pc, ufd, &burst, thread);
+        ufd = -1;
+    } else {
+        tu_log("the page comes: the burst returns, then the message is "
+               "handled");
+        static const uint8_t zeros[PAGE];
+        struct uffdio_copy copy = {
+            .dst = bases[1] + PC_FAULT_OFF, .src = (uintptr_t) zeros, .len = PAGE,
+        };
+        TU_CHECK_OK(ioctl(ufd, UFFDIO_COPY, &copy));
+        TU_CHECK(tu_wait_until(pc_burst_done__, &burst, TU_TIMEOUT_MS));
+        pthread_join(thread, NULL);
+        TU_CHECK_EQ(atomic_load(&burst.done), 1);
+        struct tfe_reply reply;
+        TU_CHECK_OK(tfe_recv_reply(pc.fe, VHOST_USER_GET_VRING_BASE, &reply,
+                                   TU_TIMEOUT_MS));
+        tu_log("  GET_VRING_BASE answered: vring %"PRIu32" at %"PRIu32,
+               reply.payload.state.index, reply.payload.state.num);
+        TU_CHECK_EQ(reply.payload.state.index, 1);
+        TU_CHECK_EQ(reply.payload.state.num, 1);
+        TU_CHECK_EQ(tu_port_info(pc.port).counters.msgs_rejected, 0);
+    }
+    TU_CHECK_EQ(tu_port_info(pc.port).counters.msgs_deferred, 1);
+
+    tfe_destroy(fe_b);
+    vhost_port_destroy(port_b);
+    free(path_b);
+    if (ufd >= 0) {
+        close(ufd);
+    }
+    tfe_vq_destroy(&tx);
+    pc_finish(&pc);
+}
+
+static void
+test_postcopy_held(void)
+{
+    pc_need_userfaultfd();
+    pc_held(false);
+    pc_held(true);
 }
 
 const struct tu_test tu_postcopy_tests[] = {
@@ -462,6 +611,8 @@ const struct tu_test tu_postcopy_tests[] = {
       "postcopy: steps out of order refused, nothing leaked" },
     { "postcopy-gone", test_postcopy_gone,
       "postcopy: the frontend gone while a burst waits in a fault" },
+    { "postcopy-held", test_postcopy_held,
+      "postcopy: a message for a vring a fault holds waits; others go on" },
 };
 
 const size_t tu_n_postcopy_tests = ARRAY_SIZE(tu_postcopy_tests);

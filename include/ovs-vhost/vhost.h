@@ -262,6 +262,11 @@ struct vhost_port_counters {
     uint64_t postcopy_rejected; /* POSTCOPY_* messages refused: out of
                                  * order, or a userfaultfd the kernel
                                  * would not give. */
+    uint64_t msgs_deferred;     /* Messages held back while the data path
+                                 * held a vring's lock for milliseconds (a
+                                 * PMD thread in a postcopy fault the
+                                 * frontend did not serve), then handled
+                                 * once it let go. */
 };
 
 /* A snapshot of a port's device, for status displays and tests. */

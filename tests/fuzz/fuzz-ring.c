@@ -664,8 +664,23 @@ fuzz_ring_ask_ahead__(struct fuzz_ring *fr, const struct virtq_ctx *ctx,
     for (unsigned int i = 0; i < a.n; i++) {
         uint64_t uva, len;
 
-        FUZZ_CHECK(a.perm[i] == (write ? VHOST_ACCESS_WO : VHOST_ACCESS_RO)
-                   || a.perm[i] == VHOST_ACCESS_RO);
+        if (vq->desc) {
+            FUZZ_CHECK(a.perm[i] == (write ? VHOST_ACCESS_WO
+                                           : VHOST_ACCESS_RO)
+                       || a.perm[i] == VHOST_ACCESS_RO);
+        } else {
+            /* The ring missed: pages of its parts, with their access. */
+            struct virtq_ring_part parts[3];
+            bool in_part = false;
+
+            virtq_ring_parts(vq, parts);
+            for (int p = 0; p < 3; p++) {
+                in_part |= (a.iova[i] >= parts[p].iova
+                            && a.iova[i] - parts[p].iova < parts[p].len
+                            && a.perm[i] == parts[p].perm);
+            }
+            FUZZ_CHECK(in_part);
+        }
         FUZZ_CHECK(vhost_iotlb_translate(&fr->iotlb, a.iova[i], a.perm[i],
                                          &uva, &len)
                    == VHOST_IOTLB_NOT_FOUND);
@@ -777,7 +792,13 @@ fuzz_ring_iotlb_msg__(struct fuzz_ring *fr, const struct vhost_iotlb_msg *msg)
             vq->ready = vq->ready && virtq_can_run(vq);
         }
     }
-    if (vq->ring_miss && !vq->ring_miss_asked) {
+    /* As vhost_dev_ask_rings__(): not a part of a ring asked for ahead
+     * after an invalidation took the whole ring. */
+    if (vq->ring_miss && !vq->ring_miss_asked
+        && fuzz_ring_ahead_find__(fr, vq->ring_miss_iova,
+                                  vq->ring_miss_perm) < 0) {
+        FUZZ_CHECK(!virtq_iommu_asked_ahead(vq, vq->ring_miss_iova,
+                                            vq->ring_miss_perm, fr->now_ms));
         vq->ring_miss_asked = true;
         virtq_iommu_note_asked(vq, vq->ring_miss_iova, vq->ring_miss_perm,
                                fr->now_ms);
@@ -821,7 +842,13 @@ fuzz_ring_can_burst__(struct fuzz_ring *fr)
         return true;
     }
     if (vq->ring_miss) {
-        fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm, NULL,
+        /* As vhost_datapath_remap__(): the look-ahead asks for the ring's
+         * other parts. */
+        struct virtq_ctx ring = {
+            .mem = fr->fm.gm, .iotlb = &fr->iotlb, .miss = true,
+            .miss_iova = vq->ring_miss_iova, .miss_perm = vq->ring_miss_perm,
+        };
+        fuzz_ring_ask__(fr, vq->ring_miss_iova, vq->ring_miss_perm, &ring,
                         false);
     }
     return false;
