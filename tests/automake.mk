@@ -24,6 +24,7 @@ TESTSUITE_AT = \
 	tests/testpmd-datapath.at \
 	tests/ovs.at \
 	tests/ovn.at \
+	tests/pvp.at \
 	tests/qemu.at \
 	tests/qemu-lifecycle.at \
 	tests/qemu-migration.at \
@@ -47,6 +48,7 @@ EXTRA_DIST += \
 	tests/ovs-lib.sh \
 	tests/ovn-lib.sh \
 	tests/ovn-udp.py \
+	tests/pvp-send.py \
 	tests/check-all.sh \
 	tests/package-test.sh \
 	tests/chroot-package-test.sh \
