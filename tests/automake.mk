@@ -90,6 +90,8 @@ tests_test_engine_SOURCES = \
 	tests/test-engine-vring.c \
 	tests/test-engine.c \
 	tests/test-engine.h \
+	tests/test-frontend-mem.c \
+	tests/test-frontend-vq.c \
 	tests/test-frontend.c \
 	tests/test-frontend.h \
 	tests/test-guest-mem.c \

@@ -39,6 +39,10 @@
  * Nothing blocks for longer than 'timeout_ms' (default TFE_TIMEOUT_MS): all
  * socket I/O is non-blocking behind poll().
  *
+ * The code is in three files: test-frontend.c (the frontend: connection,
+ * messages, typed requests, bring-up), test-frontend-mem.c (guest memory)
+ * and test-frontend-vq.c (the guest driver, split and packed rings).
+ *
  * Thread-safety
  * =============
  *
