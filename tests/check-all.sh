@@ -11,7 +11,7 @@
 #      run here only, to keep CI's time (they take minutes under TCG):
 #      every later testsuite run skips them (OVS_VHOST_SKIP_QEMU=yes), and
 #      the OVN tests too (tests/ovn.at, keyword ovn: two chassis and a
-#      central, about 3 minutes; OVS_VHOST_SKIP_OVN=yes).
+#      central, about 4.5 minutes with its QEMU guest; OVS_VHOST_SKIP_OVN=yes).
 #      This build also has the dirty-log audit (--enable-dirty-log-audit),
 #      so that the migration tests of tests/qemu-migration.at prove the
 #      dirty log during real QEMU migrations (the packed ping-pong test,
@@ -60,7 +60,8 @@
 #      same Open vSwitch, and its testsuite passes.
 #
 # Before steps 5 and 6, the README's main job (utilities/ovs-vhost-demo.sh)
-# runs on the gcc build, as one test.  Steps 5, 5b's two and 6 count as
+# and the OVN demo (utilities/ovs-vhost-ovn-demo.sh) run on the gcc
+# build, as one test each.  Steps 5, 5b's two and 6 count as
 # one test each in the summary (passed, failed, or skipped when the test
 # cannot run here: no root, no rpmbuild, no chroot and no network);
 # CHECK_ALL_PACKAGES=no leaves them out; 5b's run only with
@@ -144,8 +145,8 @@ run_build ovs35 --enable-Werror CC=gcc --with-ovs-source="$ovs35"
 unset BUILD_TESTSUITEFLAGS
 OVS_VHOST_SKIP_QEMU=yes
 export OVS_VHOST_SKIP_QEMU
-# The OVN tests (tests/ovn.at, about 3 minutes) likewise run in the gcc
-# build only: the ASan build and distcheck would add 6 more.
+# The OVN tests (tests/ovn.at, about 4.5 minutes) likewise run in the gcc
+# build only: the ASan build and distcheck would add 9 more.
 OVS_VHOST_SKIP_OVN=yes
 export OVS_VHOST_SKIP_OVN
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
@@ -212,10 +213,12 @@ run_step () {
   echo "=== $name: $result ($secs s, log in $log)"
 }
 
-# The README's main job, on the gcc build: it fails if no traffic came
-# round.
+# The README's main job, on the gcc build, and the OVN chassis demo
+# (utilities/ovs-vhost-ovn-demo.sh: a central and two chassis, about
+# 30 s): each fails if no traffic came round.
 if [ -z "$TESTSUITEFLAGS" ]; then
   run_step demo env DEMO_SECONDS=3 "$srcdir/utilities/ovs-vhost-demo.sh"
+  run_step ovn-demo env DEMO_SECONDS=3 "$srcdir/utilities/ovs-vhost-ovn-demo.sh"
 fi
 
 if [ "${CHECK_ALL_PACKAGES:-yes}" != no ]; then

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ovn-lib.sh -- an OVN central and chassis of ovs-vswitchd-vhost, in a
-# private directory, for the autotest tests (tests/ovn.at).
+# private directory, for the autotest tests (tests/ovn.at) and the demo
+# (utilities/ovs-vhost-ovn-demo.sh).
 #
 # Source it after tests/ovs-lib.sh, with OVS_BUILD and OVS_VSWITCHD set as
 # for that file and:
@@ -26,7 +27,8 @@
 #   ovn_underlay DIR-A IP-A DIR-B IP-B
 #                                  a veth between the chassis' namespaces
 #                                  in br-phy of each, with the endpoint IP
-#                                  on br-phy
+#                                  on br-phy; waits until each endpoint
+#                                  reaches the other
 #   ovn_vif DIR LSP MAC IP/LEN [GW]
 #                                  a namespace $OVN_PFX$LSP whose eth0 is a
 #                                  veth to port LSP of DIR's br-int, bound
@@ -114,7 +116,13 @@ ovn_underlay () {
     nsa=$(cat "$da/netns") nsb=$(cat "$db/netns")
     ip link add ul netns "$nsa" mtu 1600 type veth peer name ul netns "$nsb" mtu 1600 \
         || return 1
-    ovn_br_phy "$da" "$ipa" && ovn_br_phy "$db" "$ipb"
+    ovn_br_phy "$da" "$ipa" && ovn_br_phy "$db" "$ipb" || return 1
+    # Each endpoint pings the other: each OVS learns the peer's MAC from
+    # the ARP reply through br-phy (its tunnel neighbour cache).  Else it
+    # asks only when the first tunnelled packet comes, and drops that one:
+    # a burst sent once (testpmd's tx_first) would be lost.
+    ovn_poll 30 ip netns exec "$nsa" ping -q -c 1 -W 1 "$ipb" >/dev/null \
+        && ovn_poll 30 ip netns exec "$nsb" ping -q -c 1 -W 1 "$ipa" >/dev/null
 }
 
 # ovn_br_phy DIR IP: br-phy with port ul and IP on its internal port (again

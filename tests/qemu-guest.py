@@ -23,13 +23,17 @@
         serial port, connected to chardev socket SOCKET.  Prints the
         command's output and exits with its status; 124 on timeout.
 
-    qemu-guest.py udp-send DST PORT FLOWS COUNT SIZE [PPS]
+    qemu-guest.py udp-send DST PORT FLOWS COUNT SIZE [PPS] [--no-check]
     qemu-guest.py udp-recv PORT COUNT SECS
         The host's end of the guest tool's commands of the same names
         (tests/qemu-guest-tool.c): COUNT datagrams of SIZE bytes from FLOWS
         source ports, at most PPS a second; or counts what arrives on PORT
         and how much of it is not the pattern the sender wrote ("received
         N bad B").  Run them in the OVS namespace (ip netns exec).
+        --no-check sends without UDP checksums (SO_NO_CHECK), from a veth
+        (an OVN VIF): a veth leaves the checksum to whoever transmits the
+        frame last, and OVS 3.1's userspace datapath, without
+        userspace-tso, sends it on unfinished (tests/ovn-udp.py).
 
 The timeout defaults to 30 s.  Only the python3 standard library is used.
 """
@@ -174,12 +178,14 @@ def udp_pattern(seq, size):
     return seq.to_bytes(4, "big") + body
 
 
-def udp_send(dst, port, flows, count, size, pps):
+def udp_send(dst, port, flows, count, size, pps, nocheck=False):
     socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
              for _ in range(flows)]
     for s in socks:
         # A datagram the qdisc drops is then ENOBUFS, not a silent loss.
         s.setsockopt(socket.IPPROTO_IP, 11, 1)      # IP_RECVERR
+        if nocheck:
+            s.setsockopt(socket.SOL_SOCKET, 11, 1)  # SO_NO_CHECK
     t0 = time.monotonic()
     for i in range(count):
         if pps and i and i % 16 == 0:
@@ -241,6 +247,9 @@ def main(argv):
         i = argv.index("--event")
         event = argv[i + 1]
         del argv[i:i + 2]
+    nocheck = "--no-check" in argv
+    if nocheck:
+        argv.remove("--no-check")
     deadline = time.monotonic() + timeout
     try:
         if len(argv) in (3, 4) and argv[0] == "qmp":
@@ -252,7 +261,7 @@ def main(argv):
             return ctl(argv[1], argv[2], deadline)
         if len(argv) in (6, 7) and argv[0] == "udp-send":
             return udp_send(argv[1], *[int(a) for a in argv[2:6]],
-                            int(argv[6]) if len(argv) == 7 else 0)
+                            int(argv[6]) if len(argv) == 7 else 0, nocheck)
         if len(argv) == 4 and argv[0] == "udp-recv":
             return udp_recv(*[int(a) for a in argv[1:4]])
     except TimeoutError:

@@ -9,6 +9,8 @@ utilities_ovs_vhost_fwd_LDADD = lib/libovs-vhost-core.la
 
 EXTRA_DIST += \
 	utilities/ovs-vhost-demo.sh \
+	utilities/ovs-vhost-demo-lib.sh \
+	utilities/ovs-vhost-ovn-demo.sh \
 	utilities/install-deps.sh \
 	utilities/ovs-vhost-bench.sh \
 	utilities/ovs-vhost-build-ovs.sh \

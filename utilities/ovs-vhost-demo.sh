@@ -23,18 +23,9 @@ srcdir=$(cd "$(dirname "$0")/.." && pwd)
 cd "$srcdir"
 seconds=${DEMO_SECONDS:-5}
 
-"$srcdir/utilities/install-deps.sh"
-ovs_build=$("$srcdir/utilities/ovs-vhost-build-ovs.sh")
-build=$srcdir/_build/gcc
-if [ ! -x "$build/vswitchd/ovs-vswitchd-vhost" ]; then
-  [ -x configure ] || ./boot.sh
-  mkdir -p "$build"
-  (cd "$build" && "$srcdir/configure" -q --with-ovs-source="$ovs_build")
-  make -s -C "$build" -j"$(nproc)"
-fi
-
-OVS_BUILD=$ovs_build
-OVS_VSWITCHD=$build/vswitchd/ovs-vswitchd-vhost
+# shellcheck source=ovs-vhost-demo-lib.sh
+. "$srcdir/utilities/ovs-vhost-demo-lib.sh"
+demo_build "$srcdir"
 # shellcheck source=../tests/ovs-lib.sh
 . "$srcdir/tests/ovs-lib.sh"
 # shellcheck source=../tests/testpmd-lib.sh
@@ -77,11 +68,7 @@ until [ "$(ovs_vsctl "$O" get Interface vhu1 status:status 2>/dev/null)" = conne
   sleep 0.2
 done
 echo "== start tx_first: 32 packets per port go round guest -> OVS -> guest"
-tpmd_cmd guests "$dir" "start tx_first" >/dev/null
-echo "== traffic for $seconds s"
-sleep "$seconds"
-echo "== the guests' rates (port 0, port 1): $(tpmd_pps guests "$dir" 0 1 | cut -d' ' -f1) $(tpmd_pps guests "$dir" 1 1 | cut -d' ' -f1) pps"
-tpmd_cmd guests "$dir" stop >/dev/null
+demo_traffic guests "$dir" "$seconds" "port 0" "port 1"
 sleep 6   # one statistics interval
 
 for p in vhu0 vhu1; do
@@ -92,14 +79,7 @@ for p in vhu0 vhu1; do
     | sed 's/^ //' | grep -E '^(rx|tx)_(packets|bytes|dropped|errors)=|^ovs_' \
     | paste -sd' ' | fold -s -w 100
 done
-# shellcheck disable=SC2046
-set -- $(tpmd_port_counts guests "$dir" 0) $(tpmd_port_counts guests "$dir" 1)
-echo "== the guests' counters (RX TX): port 0 $1 $2, port 1 $3 $4"
-# A demo that moved nothing fails (CI runs it: tests/check-all.sh).
-if [ "${1:-0}" -eq 0 ] || [ "${3:-0}" -eq 0 ]; then
-  echo "demo: FAILED: no packets came round both ways"
-  exit 1
-fi
+demo_came_round demo guests "$dir" "port 0" "port 1" || exit 1
 echo "== ovs-appctl vhost/show"
 ovs_appctl "$O" vhost/show
 echo "== ovs-appctl dpif-netdev/pmd-rxq-show"
