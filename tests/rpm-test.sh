@@ -17,8 +17,8 @@
 #
 #   tests/rpm-test.sh BUILDDIR
 #
-# Exit status 0 (pass), 1 (fail) or 77 (skipped: no rpmbuild, or no
-# openvswitch-source tarball).  Any error in the spec, the build or its
+# Exit status 0 (pass), 1 (fail) or 77 (skipped: no rpmbuild, no cpio, or
+# no openvswitch-source tarball).  Any error in the spec, the build or its
 # %check fails the test.  The scratch directory is deleted unless the
 # test fails or RPM_TEST_KEEP=1.  RPM_TEST_JOBS: make -j (default: the
 # number of CPUs).
@@ -34,6 +34,7 @@ skip () { say "SKIP: $*"; exit 77; }
     || { echo "usage: $0 BUILDDIR (a configured ovs-vhost build)" >&2; exit 1; }
 builddir=$(cd "$builddir" && pwd)
 command -v rpmbuild >/dev/null || skip "rpmbuild not installed (package rpm)"
+command -v cpio >/dev/null || skip "cpio not installed (package cpio)"
 [ -r "$ovs_tarball" ] || skip "$ovs_tarball not found (openvswitch-source)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ovs-vhost-rpm-test.XXXXXX")

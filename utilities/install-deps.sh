@@ -14,8 +14,10 @@ set -e
 # (tests/package-test.sh, which installs openvswitch-switch itself if it is
 # missing) and the man pages' check; qemu-system-x86, busybox-static, kmod,
 # xz-utils and libc6-dev (a static libc) for the QEMU guest tests
-# (tests/qemu-guest.sh builds the guest's initramfs); rpm for the RPM
-# test (tests/rpm-test.sh, rpmbuild -ta on the release tarball) and
+# (tests/qemu-guest.sh builds the guest's initramfs); rpm and cpio for
+# the RPM test (tests/rpm-test.sh, rpmbuild -ta on the release tarball,
+# then rpm2cpio | cpio to look into a package: rpm does not depend on
+# cpio) and
 # debootstrap for the Debian 13 package test's chroot
 # (tests/chroot-package-test.sh).
 pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
@@ -24,7 +26,7 @@ pkgs="autoconf automake libtool pkg-config make gcc clang gnuplot-nox
       libunbound-dev libxdp-dev libbpf-dev libnuma-dev
       dpkg-dev debhelper lintian man-db groff-base
       qemu-system-x86 busybox-static kmod xz-utils libc6-dev
-      rpm debootstrap"
+      rpm cpio debootstrap"
 
 missing=
 for p in $pkgs; do

@@ -21,7 +21,12 @@
 #
 # Either way the tree is configured the way Debian configures its
 # openvswitch-switch (so the binary we build can stand in for Debian's
-# ovs-vswitchd) and built.  KEY is a hash of the source (the tarball, or
+# ovs-vswitchd), and what ovs-vhost uses of it is built (OVS_TARGETS
+# below: the libraries ovs-vswitchd-vhost links, the stock ovs-vswitchd
+# configure looks for, and the daemons and tools the tests, the demo and
+# the benchmarks run), not OVS's own test programs, vtep and the rest of
+# `make all`.  A cached build that lacks one of them (a full build has
+# them all) gets it made there.  KEY is a hash of the source (the tarball, or
 # for 3.5 every file of the tree), the configure options and compiler
 # flags, and which of the optional libraries OVS looks for are installed:
 # a new package version, new options or another set of libraries give a
@@ -54,6 +59,30 @@ case $want in
 esac
 cache=${1:-${OVS_VHOST_OVS_CACHE:-/var/cache/ovs-vhost}}
 jobs=${OVS_VHOST_OVS_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# What ovs-vhost uses of an OVS build tree: vswitchd/automake.mk links the
+# three libraries, m4/ovs-vhost.m4 checks for the libraries and the stock
+# ovs-vswitchd, and tests/ovs-lib.sh, tests/ovn-lib.sh, the demo and the
+# benchmarks run the rest (from $OVS_BUILD; vswitchd/vswitch.ovsschema is
+# a source file).
+OVS_TARGETS="lib/libopenvswitch.la lib/libsflow.la ofproto/libofproto.la
+  vswitchd/ovs-vswitchd ovsdb/ovsdb-server ovsdb/ovsdb-tool
+  utilities/ovs-vsctl utilities/ovs-appctl utilities/ovs-ofctl"
+
+# make_targets: builds $OVS_TARGETS in the configured tree in the current
+# directory, output in build.log.  Automake's BUILT_SOURCES (generated
+# headers such as include/odp-netlink.h, which nothing declares as a
+# prerequisite of the objects that include them) are made first: only
+# `make all` would make them by itself.  The list is read with the make
+# flags of a caller (debian/rules) cleared: "Entering directory" lines
+# would end up in it.
+make_targets () {
+  built=$(printf 'ovs-vhost-built-sources:\n\t@echo $(BUILT_SOURCES)\n' \
+          | MAKEFLAGS= MAKELEVEL= make -s --no-print-directory -f Makefile -f - \
+              ovs-vhost-built-sources) || return 1
+  # shellcheck disable=SC2086
+  { make -j"$jobs" $built && make -j"$jobs" $OVS_TARGETS; } >>build.log 2>&1
+}
 
 # Debian's configure line for openvswitch-switch (without DPDK; the same
 # in Debian 12 and 13), and its hardening flags (dpkg-buildflags with
@@ -152,6 +181,14 @@ fi
 dir=$cache/openvswitch-$version-$key
 
 if [ -f "$dir/.ovs-vhost-built" ]; then
+  missing=
+  for t in $OVS_TARGETS; do
+    [ -e "$dir/$t" ] || missing="$missing $t"
+  done
+  if [ -n "$missing" ]; then
+    log "making$missing in the cached build in $dir"
+    (cd "$dir" && make_targets) || { tail -40 "$dir/build.log" >&2; exit 1; }
+  fi
   log "using the cached build in $dir"
   echo "$dir"
   exit 0
@@ -172,8 +209,8 @@ fi
   # shellcheck disable=SC2086
   ./configure -q $config_opts CFLAGS="$config_cflags" >configure.log 2>&1 \
     || { tail -30 configure.log >&2; exit 1; }
-  make -j"$jobs" >build.log 2>&1 \
-    || { tail -40 build.log >&2; exit 1; }
+  : >build.log
+  make_targets || { tail -40 build.log >&2; exit 1; }
 )
 touch "$dir/.ovs-vhost-built"
 log "built $dir"

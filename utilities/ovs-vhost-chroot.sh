@@ -44,10 +44,11 @@ mirror=${OVS_VHOST_CHROOT_MIRROR:-http://deb.debian.org/debian}
 # What the chroot holds besides the buildd variant (build-essential):
 # debian/control's Build-Depends, and tests/package-test.sh's needs.  The
 # test leaves installed what it found installed, so openvswitch-switch is
-# part of the chroot and a later run needs no network.
+# part of the chroot and a later run needs no network.  Debian 13 ships
+# dpdk-testpmd in dpdk-dev (Debian 12: in dpdk).
 pkgs="debhelper autoconf automake libtool pkgconf groff-base python3
       libssl-dev libcap-ng-dev libunbound-dev libxdp-dev libbpf-dev
-      libnuma-dev openvswitch-source openvswitch-switch dpdk
+      libnuma-dev openvswitch-source openvswitch-switch dpdk dpdk-dev
       lintian man-db procps iproute2 kmod"
 
 # Mounts what a package build and Open vSwitch need in the chroot "$root",
