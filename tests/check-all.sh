@@ -100,6 +100,8 @@ ovs35=$("$srcdir/utilities/ovs-vhost-build-ovs.sh" --version 3.5)
 [ -x configure ] || ./boot.sh
 
 total_pass=0 total_fail=0 total_skip=0 status=0
+failed_list=$srcdir/_build/failed-tests.txt
+mkdir -p "$srcdir/_build" && : > "$failed_list"
 run_build () {
   name=$1; shift
   flags=${BUILD_TESTSUITEFLAGS-$TESTSUITEFLAGS}
@@ -126,6 +128,9 @@ run_check () {
     cat "$dir/tests/testsuite.log" 2>/dev/null | tail -200 || true
   fi
   grep -E '^ *[0-9]+: ' "$log" || true
+  # Kept for the last lines of the run, which are what a CI report shows
+  # when the rest is cut.
+  grep -E '^ *[0-9]+: .*FAILED' "$log" | sed "s/^/  $name /" >> "$failed_list" || true
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   echo "=== $name: ${line:-no summary (build or testsuite error)}"
   [ -n "$line" ] || { status=1; total_fail=$((total_fail + 1)); return; }
@@ -196,6 +201,7 @@ extra () {
       if [ -z "$line" ]; then
         tail -50 "$log"; status=1; total_fail=$((total_fail + 1)); return
       fi
+      grep -E '^fuzz [^:]+: ' "$log" | grep -v ': ok ' | sed 's/^/  asan /' >> "$failed_list" || true
       set -- $line
       total_pass=$((total_pass + $2)); total_fail=$((total_fail + $4))
       [ "$4" -eq 0 ] || status=1 ;;
@@ -205,6 +211,7 @@ extra () {
         total_pass=$((total_pass + 1))
       else
         tail -50 "$log"; status=1; total_fail=$((total_fail + 1))
+        echo "  asan soak ($log)" >> "$failed_list"
       fi ;;
   esac
 }
@@ -226,6 +233,7 @@ run_step () {
   0)  total_pass=$((total_pass + 1)); result=ok ;;
   77) total_skip=$((total_skip + 1)); result="skipped: $(grep 'SKIP' "$log" | tail -1)" ;;
   *)  total_fail=$((total_fail + 1)); status=1; result=FAILED
+      echo "  step $name (exit $rc, $log)" >> "$failed_list"
       tail -80 "$log" ;;
   esac
   grep "^$name: " "$log" | sed 's/^/  /' || true
@@ -271,6 +279,10 @@ if [ "${CHECK_ALL_PACKAGES:-yes}" != no ]; then
 fi
 
 echo
+if [ -s "$failed_list" ]; then
+  echo "failed tests:"
+  cat "$failed_list"
+fi
 echo "tests: $total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ] || status=1
 exit $status

@@ -20,6 +20,8 @@ EXTRA_DIST += \
 	utilities/ovs-vhost-ovn.sh \
 	docs/benchmark.md \
 	docs/benchmark-ovs.md \
+	docs/benchmark-pvp.md \
+	docs/bench-pvp.png \
 	docs/ovn-plan.md \
 	docs/bench.png
 
@@ -43,8 +45,16 @@ bench-ovs: vswitchd/ovs-vswitchd-vhost
 	  --vswitchd '$(abs_builddir)/vswitchd/ovs-vswitchd-vhost' \
 	  --ovs-build '$(OVSBUILDDIR)' \
 	  --out '$(abs_builddir)/bench-ovs' $(BENCHFLAGS)
+
+# `make bench-pvp`: the same switches with a veth as the physical port
+# (PVP: AF_XDP port -> OVS -> guest -> OVS -> AF_XDP port), docs/benchmark-pvp.md.
+bench-pvp: vswitchd/ovs-vswitchd-vhost
+	$(SHELL) '$(srcdir)/utilities/ovs-vhost-ovs-bench.sh' --topology pvp \
+	  --vswitchd '$(abs_builddir)/vswitchd/ovs-vswitchd-vhost' \
+	  --ovs-build '$(OVSBUILDDIR)' \
+	  --out '$(abs_builddir)/bench-pvp' $(BENCHFLAGS)
 else
-bench-ovs:
-	@echo "bench-ovs: configure --with-ovs-source=DIR first" >&2; exit 1
+bench-ovs bench-pvp:
+	@echo "$@: configure --with-ovs-source=DIR first" >&2; exit 1
 endif
-.PHONY: bench-ovs
+.PHONY: bench-ovs bench-pvp

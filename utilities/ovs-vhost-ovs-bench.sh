@@ -18,7 +18,18 @@
 #              directory, sockets included, under DIR/tmp).  If the chroot
 #              cannot be made (no archive), ovs-dpdk13 is skipped, said so,
 #              and the other switches still run;
-#   ovs-vhost  vswitchd/ovs-vswitchd-vhost from this build.
+#   ovs-vhost  vswitchd/ovs-vswitchd-vhost from this build;
+#   ovs-vhost35  with --vswitchd35 PATH, ovs-vswitchd-vhost from a build
+#              of this tree against OVS 3.5 (configure
+#              --with-ovs-source=<3.5 tree>; its Makefile names the OVS
+#              build, whose ovsdb-server and schema it runs with): the
+#              same OVS as the ovs-dpdk13 anchor, so that the two differ
+#              only in what serves the ports;
+#   base       with --base-vswitchd PATH, another build's
+#              ovs-vswitchd-vhost (an older commit's), to measure a change
+#              side by side; name it in --switches.  The tables compare it
+#              with the anchors as they do ovs-vhost, and print
+#              ovs-vhost / base, paired.
 # Both run with pmd-cpu-mask on the second CPU, two dpdkvhostuser ports on
 # a netdev bridge and the flows in_port=1,actions=2 and in_port=2,actions=1,
 # in a private run directory (tests/ovs-lib.sh).  The frontend is one
@@ -44,23 +55,53 @@
 # runnable tasks on the machine: more than one means the figures measure
 # the load, not the switches.
 #
-# Output in OUT (default ./bench-ovs): raw.csv, table.md (also printed),
-# logs/.
+# --topology pvp (`make bench-pvp`, issue 22) measures PVP instead, the
+# path every vswitch is judged by, with a veth standing in for the NIC:
+#
+#   testpmd net_af_xdp on exP == veth == exA: AF_XDP port --+
+#             | io                                          | OVS, the
+#   testpmd virtio-user port 1 <-> vhu1 --------------------+ same flows
+#
+# exA is in the switch's network namespace, exP in the frontend's.  Ours
+# opens exA with OVS's own netdev-afxdp (type=afxdp, xdp-mode=native),
+# OVS-DPDK with DPDK's AF_XDP PMD (type=dpdk,
+# dpdk-devargs=net_af_xdp0,iface=exA): both are AF_XDP sockets in copy
+# mode on the same veth, polled by the same PMD thread as the vhost port,
+# so the kernel's share of the work is the same for both.  One testpmd
+# plays both the traffic generator on the NIC's far end and the guest, on
+# one lcore, io forwarding port 0 <-> port 1: every frame crosses the
+# switch both ways (P->V into the guest, V->P out of it), and the PMD
+# thread has the second CPU to itself.  A generator and a guest of their
+# own would be three busy threads on a two-CPU machine, each measuring
+# the others' preemption.  Mpps each way: port 1's Rx (P->V, what the
+# guest got) and port 0's Rx (V->P, what came out by the "NIC").
+#
+# Output in OUT (default ./bench-ovs, or ./bench-pvp): raw.csv, table.md
+# (also printed), chart.png (with gnuplot), logs/.
 #
 # Usage: ovs-vhost-ovs-bench.sh [--vswitchd PATH] [--ovs-build DIR]
 #            [--dpdk-vswitchd PATH] [--out DIR] [--duration S] [--reps N]
 #            [--rings "split packed"]
 #            [--switches "ovs-dpdk ovs-dpdk13 ovs-vhost"] [--chroot DIR]
-# `make bench-ovs` runs it on the build tree (BENCHFLAGS= passes options).
+#            [--topology vv|pvp] [--base-vswitchd PATH] [--vswitchd35 PATH]
+#            [--report]
+# --report runs nothing: it prints the tables and the chart again from
+# OUT/raw.csv, for the switches and rings given.
+# `make bench-ovs` runs it on the build tree (BENCHFLAGS= passes options),
+# `make bench-pvp` with --topology pvp.
 # Root, Linux, Debian 12 packages dpdk and openvswitch-switch-dpdk.
 set -u
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 
 vswitchd=
+base_vswitchd=
+vswitchd35=
 ovs_build=${OVS_BUILD:-}
 dpdk_vswitchd=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
-out=bench-ovs
+out=
+topology=vv
+report=no
 duration=5
 reps=3
 rings="split packed"
@@ -75,6 +116,8 @@ usage () {
 while [ $# -gt 0 ]; do
     case $1 in
     --vswitchd) vswitchd=$2; shift ;;
+    --base-vswitchd) base_vswitchd=$2; shift ;;
+    --vswitchd35) vswitchd35=$2; shift ;;
     --ovs-build) ovs_build=$2; shift ;;
     --dpdk-vswitchd) dpdk_vswitchd=$2; shift ;;
     --out) out=$2; shift ;;
@@ -83,13 +126,34 @@ while [ $# -gt 0 ]; do
     --rings) rings=$2; shift ;;
     --switches) switches=$2; shift ;;
     --chroot) chroot=$2; shift ;;
+    --topology) topology=$2; shift ;;
+    --report) report=yes ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ovs-vhost-ovs-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
     shift
 done
 
+case $topology in
+vv) out=${out:-bench-ovs} ;;
+pvp) out=${out:-bench-pvp} ;;
+*) echo "ovs-vhost-ovs-bench: --topology is vv or pvp, not $topology" >&2; exit 2 ;;
+esac
 [ -n "$vswitchd" ] || vswitchd=$PWD/vswitchd/ovs-vswitchd-vhost
+case " $switches " in
+*" ovs-vhost35 "*)
+    ovs_build35=$(sed -n 's/^OVSBUILDDIR = //p' "$(dirname "$vswitchd35")/../Makefile" 2>/dev/null)
+    if [ ! -x "$vswitchd35" ] || [ ! -x "$ovs_build35/ovsdb/ovsdb-server" ]; then
+        echo "ovs-vhost-ovs-bench: switch ovs-vhost35 needs --vswitchd35 PATH, in a build configured against OVS 3.5" >&2
+        exit 2
+    fi ;;
+esac
+case " $switches " in
+*" base "*)
+    [ -x "$base_vswitchd" ] || {
+        echo "ovs-vhost-ovs-bench: switch base needs --base-vswitchd PATH" >&2
+        exit 2; } ;;
+esac
 if [ ! -x "$vswitchd" ]; then
     echo "ovs-vhost-ovs-bench: no ovs-vswitchd-vhost at $vswitchd" \
          "(configure --with-ovs-source, make)" >&2
@@ -122,6 +186,8 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d /tmp/ovs-vhost-ovs-bench.XXXXXX) || exit 1
 O31=$work/ovs
 O=$O31
+# The PVP veth's ends: exA the switch's, exP the frontend's.
+exA=pvpa$$ exP=pvpp$$
 O13=
 cleanup () {
     tpmd_stop_all "$work" >/dev/null 2>&1
@@ -131,6 +197,7 @@ cleanup () {
         anchor13_ovs_wait "$O13"
         rm -rf "$ANCHOR13_WORK"
     fi
+    ip link del "$exP" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -184,12 +251,50 @@ best_second () {
          END { printf "%.2f", best + 0 }' "$1"
 }
 
+# ports_up: every port in $ports has carrier in OVS.
+ports_up () {
+    local p
+    for p in $ports; do
+        [ "$(ovs_vsctl "$O" get Interface "$p" link_state)" = up ] || return 1
+    done
+}
+
+# pvp_ports SWITCH LOG: for --topology pvp, the veth exA (in the switch's
+# namespace, gone with it) and exP (in ours), and br0 with exA as port 1
+# (the switch's AF_XDP port) and vhu1 as port 2.  Neither end has IPv6,
+# so no frame but the frontend's crosses.
+pvp_ports () {
+    local sw=$1 log=$2 ns xa
+    ns=$(ovs_netns "$O")
+    [ -n "$ns" ] || { echo "ovs-vhost-ovs-bench: pvp needs root" >&2; return 1; }
+    ip link del "$exP" 2>/dev/null
+    ip link add "$exP" type veth peer name "$exA" netns "$ns" &&
+    sysctl -qw "net.ipv6.conf.$exP.disable_ipv6=1" &&
+    ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$exA.disable_ipv6=1" &&
+    ip link set "$exP" up && ip -n "$ns" link set "$exA" up || return 1
+    case $sw in
+    ovs-vhost|ovs-vhost35|base) xa="type=afxdp options:xdp-mode=native options:n_rxq=1" ;;
+    *) xa="type=dpdk options:dpdk-devargs=net_af_xdp0,iface=$exA,start_queue=0,queue_count=1" ;;
+    esac
+    # shellcheck disable=SC2086
+    ovs_vsctl_wait "$O" add-br br0 -- set bridge br0 datapath_type=netdev \
+        -- add-port br0 "$exA" -- set Interface "$exA" $xa ofport_request=1 \
+        -- add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuser \
+           ofport_request=2 >>"$log.err" 2>&1 || return 1
+    ovs_vsctl "$O" get Interface "$exA" error | grep -qx '\[\]' || {
+        echo "ovs-vhost-ovs-bench: $sw: $exA: $(ovs_vsctl "$O" get Interface "$exA" error)" >&2
+        return 1; }
+}
+
 # run_switch SWITCH RING REP: one measurement; appends a line to raw.csv.
 run_switch () {
     local sw=$1 ring=$2 rep=$3 vdevopt= log=$out/logs/$1-$2-$3
     [ "$ring" = packed ] && vdevopt=,packed_vq=1
 
     busy=$(tpmd_others_busy)
+    # The OVS whose ovsdb-server, schema and utilities run the switch.
+    OVS_BUILD=$ovs_build
+    [ "$sw" = ovs-vhost35 ] && OVS_BUILD=$ovs_build35
     O=$O31
     [ "$sw" = ovs-dpdk13 ] && O=$O13
     rm -rf "$O"
@@ -214,15 +319,25 @@ run_switch () {
         OVS_VSWITCHD=$work/ovs-dpdk/ovs-vswitchd
     else
         OVS_VSWITCHD=$vswitchd
+        [ "$sw" = base ] && OVS_VSWITCHD=$base_vswitchd
+        [ "$sw" = ovs-vhost35 ] && OVS_VSWITCHD=$vswitchd35
     fi
     if [ "$sw" != ovs-dpdk13 ]; then
         ovs_start_vswitchd "$O" 2>>"$log.err" || return 1
     fi
-    ovs_vsctl_wait "$O" add-br br0 -- set bridge br0 datapath_type=netdev \
-        -- add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuser \
-           ofport_request=1 \
-        -- add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuser \
-           ofport_request=2 >>"$log.err" 2>&1 || return 1
+    if [ "$topology" = pvp ]; then
+        pvp_ports "$sw" "$log" || return 1
+        fe_vdevs="net_af_xdp0,iface=$exP,start_queue=0,queue_count=1 net_virtio_user1,path=$O/vhu1$vdevopt"
+        ports="$exA vhu1" n_virtio=1
+    else
+        ovs_vsctl_wait "$O" add-br br0 -- set bridge br0 datapath_type=netdev \
+            -- add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuser \
+               ofport_request=1 \
+            -- add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuser \
+               ofport_request=2 >>"$log.err" 2>&1 || return 1
+        fe_vdevs="net_virtio_user0,path=$O/vhu0$vdevopt net_virtio_user1,path=$O/vhu1$vdevopt"
+        ports="vhu0 vhu1" n_virtio=2
+    fi
     ofctl="$OVS_BUILD/utilities/ovs-ofctl"
     "$ofctl" del-flows "unix:$O/br0.mgmt" &&
     "$ofctl" add-flow "unix:$O/br0.mgmt" in_port=1,actions=output:2 &&
@@ -230,12 +345,11 @@ run_switch () {
 
     TPMD_FWD_CPU=$fe_cpu TPMD_MEM=1024 \
     TPMD_EAL_ARGS="--log-level=pmd.net.virtio.*:info" tpmd_start fe "$work" \
-        "net_virtio_user0,path=$O/vhu0$vdevopt net_virtio_user1,path=$O/vhu1$vdevopt" \
-        --forward-mode=io --txd=1024 --rxd=1024 || return 1
+        "$fe_vdevs" --forward-mode=io --txd=1024 --rxd=1024 || return 1
     tpmd_wait_ready fe "$work" || { cp "$work/fe.log" "$log.fe"; return 1; }
-    # The ring the frontend really runs, both ports, Rx and Tx.
+    # The ring the frontend really runs, each virtio port, Rx and Tx.
     n_packed=$(grep -c 'virtio: using packed ring' "$work/fe.log")
-    if [ "$n_packed" != "$([ "$ring" = packed ] && echo 4 || echo 0)" ]; then
+    if [ "$n_packed" != "$([ "$ring" = packed ] && echo $((2 * n_virtio)) || echo 0)" ]; then
         echo "ovs-vhost-ovs-bench: the frontend does not run a $ring ring" >&2
         cp "$work/fe.log" "$log.fe"; return 1
     fi
@@ -244,8 +358,7 @@ run_switch () {
     # and runs one way only.  OVS-DPDK's main loop can take seconds here,
     # faulting in its 3 GB of no-hugepage memory.
     i=0
-    until [ "$(ovs_vsctl "$O" get Interface vhu0 link_state)" = up ] \
-          && [ "$(ovs_vsctl "$O" get Interface vhu1 link_state)" = up ]; do
+    until ports_up; do
         i=$((i + 1))
         [ $i -lt 300 ] || { echo "ovs-vhost-ovs-bench: $sw: ports not up" >&2; return 1; }
         sleep 0.1
@@ -309,7 +422,7 @@ paired () {
 
 # ratio_of A B: A / B to two places, "?" unless B is a positive number.
 ratio_of () {
-    awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0) ? "%.2f" : "?", a / b }' 2>/dev/null
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else printf "?" }' 2>/dev/null
 }
 
 # spread SWITCH RING: the lowest and highest cycles/packet of its runs
@@ -321,10 +434,17 @@ spread () {
         "$out/raw.csv"
 }
 
+[ "$report" = yes ] ||
 echo "switch,ring,rep,mpps_0to1,mpps_1to0,cycles_per_packet,others_busy,best_second_cycles" > "$out/raw.csv"
+# The table's names for the frontend's port 0 and port 1 Rx.
+if [ "$topology" = pvp ]; then
+    h4="Mpps V->P" h5="Mpps P->V"
+else
+    h4="Mpps 0->1" h5="Mpps 1->0"
+fi
 status=0
 for ring in $rings; do
-    for rep in $(seq 1 "$reps"); do
+    for rep in $([ "$report" = yes ] || seq 1 "$reps"); do
         # Alternate the order, so that drift on a shared machine does not
         # favour one switch.
         order=$switches
@@ -348,7 +468,11 @@ done
 {
     echo "Ratios against OVS-DPDK 3.1 ($(dpkg-query -W -f='${Version}' openvswitch-switch-dpdk 2>/dev/null), Debian 12, the machine's):"
     echo
-    echo "| ring | switch | Mpps 0->1 | Mpps 1->0 | PMD cycles/packet | cycles/packet, all runs | best second | Mpps ratio | cycles ratio | paired Mpps ratio | paired cycles ratio | best second ratio |"
+    if [ "$topology" = pvp ]; then
+        echo "PVP: testpmd on net_af_xdp at a veth's far end and on virtio-user, one io loop; the switch's AF_XDP port on the veth's other end and a dpdkvhostuser port, one PMD thread."
+        echo
+    fi
+    echo "| ring | switch | $h4 | $h5 | PMD cycles/packet | cycles/packet, all runs | best second | Mpps ratio | cycles ratio | paired Mpps ratio | paired cycles ratio | best second ratio |"
     echo "|------|--------|-----------|-----------|-------------------|-------------------------|-------------|------------|--------------|-------------------|---------------------|-------------------|"
     for ring in $rings; do
         d0=$(median ovs-dpdk "$ring" 4); d1=$(median ovs-dpdk "$ring" 5)
@@ -380,7 +504,7 @@ done
                 cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
                 pcyc=$(paired "$sw" "$ring" cycles ovs-dpdk13)
                 met=$(awk -v p="$pcyc" 'BEGIN { if (p == "?" || p == "") print "-"; else if (p + 0 <= 0.8) print "yes"; else print "no" }')
-                [ "$sw" = ovs-vhost ] || met=-
+                case $sw in ovs-vhost|ovs-vhost35) ;; *) met=- ;; esac
                 echo "| $ring | $sw | $c | $b | $ratio | $cratio | $(paired "$sw" "$ring" mpps ovs-dpdk13) | $pcyc | $bratio | $met |"
             done
         done
@@ -388,7 +512,19 @@ done
         echo
         echo "The Debian 13 anchor (OVS-DPDK 3.5) did not run${ANCHOR13_WHY:+: $ANCHOR13_WHY}."
     fi
+    case " $switches " in
+    *" base "*)
+        echo
+        echo "ovs-vhost against base ($base_vswitchd), paired:"
+        echo
+        echo "| ring | paired Mpps ratio | paired cycles ratio | best second ratio |"
+        echo "|------|-------------------|---------------------|-------------------|"
+        for ring in $rings; do
+            echo "| $ring | $(paired ovs-vhost "$ring" mpps base) | $(paired ovs-vhost "$ring" cycles base) | $(ratio_of "$(median ovs-vhost "$ring" 8)" "$(median base "$ring" 8)") |"
+        done ;;
+    esac
     echo
+    [ "$report" = yes ] && reps=$(awk -F, 'NR > 1 && $3 > n { n = $3 } END { print n + 0 }' "$out/raw.csv")
     echo "Median of $reps runs of ${duration} s, the switches alternating" \
          "(paired: median of the ratios of runs made back to back;" \
          "best second: each run's lowest cycles/packet over one second)."
@@ -396,4 +532,38 @@ done
          "$(awk -F, 'NR > 1 { printf "%s%s", sep, $7; sep = " " }' "$out/raw.csv")"
 } > "$out/table.md"
 cat "$out/table.md"
+
+# The chart: each switch's median Mpps both ways and PMD cycles/packet,
+# per ring.
+if command -v gnuplot >/dev/null 2>&1; then
+    for ring in $rings; do
+        for sw in $switches; do
+            echo "\"$sw $ring\" $(median "$sw" "$ring" 4) $(median "$sw" "$ring" 5) $(median "$sw" "$ring" 6)"
+        done
+    done | sed 's/?/0/g' > "$out/chart.dat"
+    if [ "$topology" = pvp ]; then
+        what="PVP: veth (AF_XDP) -> OVS -> testpmd virtio-user -> OVS -> veth"
+    else
+        what="testpmd virtio-user <-> OVS <-> testpmd virtio-user"
+    fi
+    gnuplot > "$out/logs/gnuplot.log" 2>&1 <<EOF
+set terminal pngcairo size 1200,450 noenhanced font ",10"
+set output "$out/chart.png"
+set multiplot layout 1,2 title "ovs-vswitchd-vhost vs OVS-DPDK, one PMD thread ($what)"
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set grid ytics
+set key top right
+set xtics rotate by -30
+set yrange [0:*]
+set title "Throughput (Mpps, higher is better)"
+plot "$out/chart.dat" using 2:xtic(1) title "$h4", "" using 3 title "$h5"
+set title "PMD cycles per packet (lower is better)"
+plot "$out/chart.dat" using 4:xtic(1) notitle
+unset multiplot
+EOF
+    [ -s "$out/chart.png" ] && echo "ovs-vhost-ovs-bench: chart: $out/chart.png" >&2
+fi
 exit $status
