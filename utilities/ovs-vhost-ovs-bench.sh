@@ -163,7 +163,12 @@ if [ -z "$ovs_build" ] || [ ! -x "$ovs_build/utilities/ovs-vsctl" ]; then
     echo "ovs-vhost-ovs-bench: --ovs-build must name the OVS build tree" >&2
     exit 1
 fi
-if [ ! -x "$dpdk_vswitchd" ]; then
+# Debian 12's OVS-DPDK, only for a run that has it.
+case " $switches " in
+*" ovs-dpdk "*) [ "$report" = yes ] && need_dpdk=no || need_dpdk=yes ;;
+*) need_dpdk=no ;;
+esac
+if [ "$need_dpdk" = yes ] && [ ! -x "$dpdk_vswitchd" ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "ovs-vhost-ovs-bench: installing openvswitch-switch-dpdk" >&2
         # The package's init script must not start a system-wide OVS.
