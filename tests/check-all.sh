@@ -130,10 +130,12 @@ run_check () {
   grep -E '^ *[0-9]+: ' "$log" || true
   # Kept for the last lines of the run, which are what a CI report shows
   # when the rest is cut.
-  grep -E '^ *[0-9]+: .*FAILED' "$log" | sed "s/^/  $name /" >> "$failed_list" || true
+  grep -E ' FAILED \(' "$log" | sed "s/^/  $name /" >> "$failed_list" || true
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   echo "=== $name: ${line:-no summary (build or testsuite error)}"
-  [ -n "$line" ] || { status=1; total_fail=$((total_fail + 1)); return; }
+  [ -n "$line" ] || {
+    echo "  $name: no summary (build or testsuite error), $log" >> "$failed_list"
+    status=1; total_fail=$((total_fail + 1)); return; }
   set -- $line
   total_pass=$((total_pass + $1)); total_fail=$((total_fail + $3))
   total_skip=$((total_skip + $5))
@@ -159,6 +161,7 @@ if [ -z "$TESTSUITEFLAGS" ] && [ "${CHECK_ALL_QEMU10:-yes}" != no ]; then
   77) echo "=== gcc-qemu10: skipped (no chroot, no network)"
       total_skip=$((total_skip + 1)) ;;
   *)  echo "=== gcc-qemu10: FAILED to make the chroot"
+      echo "  gcc-qemu10: the QEMU 10 chroot could not be made" >> "$failed_list"
       status=1; total_fail=$((total_fail + 1)) ;;
   esac
 fi
@@ -199,6 +202,7 @@ extra () {
       grep -E '^fuzz |^  \| ' "$log" || true
       line=$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
       if [ -z "$line" ]; then
+        echo "  asan fuzz: no summary, $log" >> "$failed_list"
         tail -50 "$log"; status=1; total_fail=$((total_fail + 1)); return
       fi
       grep -E '^fuzz [^:]+: ' "$log" | grep -v ': ok ' | sed 's/^/  asan /' >> "$failed_list" || true

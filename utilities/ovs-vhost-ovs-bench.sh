@@ -140,6 +140,11 @@ pvp) out=${out:-bench-pvp} ;;
 *) echo "ovs-vhost-ovs-bench: --topology is vv or pvp, not $topology" >&2; exit 2 ;;
 esac
 [ -n "$vswitchd" ] || vswitchd=$PWD/vswitchd/ovs-vswitchd-vhost
+# What the runs need; a report needs only OUT/raw.csv.
+if [ "$report" = yes ]; then
+    [ -s "$out/raw.csv" ] || {
+        echo "ovs-vhost-ovs-bench: --report: no $out/raw.csv" >&2; exit 1; }
+else
 case " $switches " in
 *" ovs-vhost35 "*)
     ovs_build35=$(sed -n 's/^OVSBUILDDIR = //p' "$(dirname "$vswitchd35")/../Makefile" 2>/dev/null)
@@ -162,6 +167,7 @@ fi
 if [ -z "$ovs_build" ] || [ ! -x "$ovs_build/utilities/ovs-vsctl" ]; then
     echo "ovs-vhost-ovs-bench: --ovs-build must name the OVS build tree" >&2
     exit 1
+fi
 fi
 # Debian 12's OVS-DPDK, only for a run that has it.
 case " $switches " in
@@ -197,7 +203,7 @@ O13=
 cleanup () {
     tpmd_stop_all "$work" >/dev/null 2>&1
     ovs_stop "$O31" >/dev/null 2>&1
-    if [ -n "$O13" ]; then
+    if [ -n "$O13" ] && [ "$report" != yes ]; then
         ovs_stop "$O13" >/dev/null 2>&1
         anchor13_ovs_wait "$O13"
         rm -rf "$ANCHOR13_WORK"
@@ -208,15 +214,24 @@ cleanup () {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# The Debian 13 anchor: OVS-DPDK 3.5 in its chroot.
+# The Debian 13 anchor: OVS-DPDK 3.5 in its chroot (a report: its rows
+# in raw.csv, and its versions if the chroot is still there).
 case " $switches " in
 *" ovs-dpdk13 "*)
+    if [ "$report" = yes ]; then
+        if grep -q '^ovs-dpdk13,' "$out/raw.csv"; then
+            O13=report
+            ANCHOR13_OVS=$(chroot "$chroot" dpkg-query -W -f='${Version}' openvswitch-switch-dpdk 2>/dev/null || echo "?")
+            ANCHOR13_DPDK=$(chroot "$chroot" dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo "?")
+        fi
+    else
     . "$srcdir/utilities/ovs-vhost-anchor13.sh"
     if anchor13_setup "$chroot" ovs-vhost-ovs-bench "$work"; then
         O13=$ANCHOR13_WORK/ovs
     else
         echo "ovs-vhost-ovs-bench: SKIPPED the Debian 13 anchor (OVS-DPDK 3.5): $ANCHOR13_WHY" >&2
         switches=$(echo " $switches " | sed 's/ ovs-dpdk13 / /; s/^ //; s/ $//')
+    fi
     fi ;;
 esac
 
@@ -273,9 +288,11 @@ pvp_ports () {
     ns=$(ovs_netns "$O")
     [ -n "$ns" ] || { echo "ovs-vhost-ovs-bench: pvp needs root" >&2; return 1; }
     ip link del "$exP" 2>/dev/null
-    ip link add "$exP" type veth peer name "$exA" netns "$ns" &&
-    sysctl -qw "net.ipv6.conf.$exP.disable_ipv6=1" &&
-    ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$exA.disable_ipv6=1" &&
+    ip link add "$exP" type veth peer name "$exA" netns "$ns" || return 1
+    if [ -d /proc/sys/net/ipv6 ]; then
+        sysctl -qw "net.ipv6.conf.$exP.disable_ipv6=1" &&
+        ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$exA.disable_ipv6=1" || return 1
+    fi
     ip link set "$exP" up && ip -n "$ns" link set "$exA" up || return 1
     case $sw in
     ovs-vhost|ovs-vhost35|base) xa="type=afxdp options:xdp-mode=native options:n_rxq=1" ;;
@@ -461,6 +478,7 @@ for ring in $rings; do
                 tpmd_stop_all "$work" >/dev/null 2>&1
                 ovs_stop "$O" >/dev/null 2>&1
                 if [ "$sw" = ovs-dpdk13 ]; then
+                    log=$out/logs/$sw-$ring-$rep
                     cp "$O/start.log" "$log.start" 2>/dev/null
                     cp "$O/ovs-vswitchd.log" "$log.vswitchd" 2>/dev/null
                     anchor13_ovs_wait "$O"
@@ -486,7 +504,7 @@ done
             m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
             c=$(median "$sw" "$ring" 6); b=$(median "$sw" "$ring" 8)
             ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
-                'BEGIN { printf (c + d > 0) ? "%.2f" : "?", (a + b) / (c + d) }' 2>/dev/null)
+                'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d); else printf "?" }' 2>/dev/null)
             cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
             echo "| $ring | $sw | $m0 | $m1 | $c | $(spread "$sw" "$ring") | $b | $ratio | $cratio | $(paired "$sw" "$ring" mpps) | $(paired "$sw" "$ring" cycles) | $bratio |"
         done
@@ -505,7 +523,7 @@ done
                 m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
                 c=$(median "$sw" "$ring" 6); b=$(median "$sw" "$ring" 8)
                 ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
-                    'BEGIN { printf (c + d > 0) ? "%.2f" : "?", (a + b) / (c + d) }' 2>/dev/null)
+                    'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d); else printf "?" }' 2>/dev/null)
                 cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
                 pcyc=$(paired "$sw" "$ring" cycles ovs-dpdk13)
                 met=$(awk -v p="$pcyc" 'BEGIN { if (p == "?" || p == "") print "-"; else if (p + 0 <= 0.8) print "yes"; else print "no" }')
@@ -529,8 +547,9 @@ done
         done ;;
     esac
     echo
-    [ "$report" = yes ] && reps=$(awk -F, 'NR > 1 && $3 > n { n = $3 } END { print n + 0 }' "$out/raw.csv")
-    echo "Median of $reps runs of ${duration} s, the switches alternating" \
+    runs="$reps runs of ${duration} s"
+    [ "$report" = yes ] && runs="$(awk -F, 'NR > 1 && $3 > n { n = $3 } END { print n + 0 }' "$out/raw.csv") runs"
+    echo "Median of $runs, the switches alternating" \
          "(paired: median of the ratios of runs made back to back;" \
          "best second: each run's lowest cycles/packet over one second)."
     echo "Other runnable tasks before each run (0-1: idle machine):" \
