@@ -447,6 +447,13 @@ ratio_of () {
     awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else printf "?" }' 2>/dev/null
 }
 
+# mpps_ratio M0 M1 D0 D1: both directions' Mpps summed, (M0 + M1) /
+# (D0 + D1) to two places, "?" unless the anchor's sum is positive.
+mpps_ratio () {
+    awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" \
+        'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d); else printf "?" }' 2>/dev/null
+}
+
 # spread SWITCH RING: the lowest and highest cycles/packet of its runs
 # (a run whose PMD statistics could not be read has 0 and is left out).
 spread () {
@@ -503,8 +510,7 @@ done
         for sw in $switches; do
             m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
             c=$(median "$sw" "$ring" 6); b=$(median "$sw" "$ring" 8)
-            ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
-                'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d); else printf "?" }' 2>/dev/null)
+            ratio=$(mpps_ratio "$m0" "$m1" "$d0" "$d1")
             cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
             echo "| $ring | $sw | $m0 | $m1 | $c | $(spread "$sw" "$ring") | $b | $ratio | $cratio | $(paired "$sw" "$ring" mpps) | $(paired "$sw" "$ring" cycles) | $bratio |"
         done
@@ -522,8 +528,7 @@ done
                 [ "$sw" = ovs-dpdk13 ] && continue
                 m0=$(median "$sw" "$ring" 4); m1=$(median "$sw" "$ring" 5)
                 c=$(median "$sw" "$ring" 6); b=$(median "$sw" "$ring" 8)
-                ratio=$(awk -v a="$m0" -v b="$m1" -v c="$d0" -v d="$d1" \
-                    'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d); else printf "?" }' 2>/dev/null)
+                ratio=$(mpps_ratio "$m0" "$m1" "$d0" "$d1")
                 cratio=$(ratio_of "$c" "$dc"); bratio=$(ratio_of "$b" "$db")
                 pcyc=$(paired "$sw" "$ring" cycles ovs-dpdk13)
                 met=$(awk -v p="$pcyc" 'BEGIN { if (p == "?" || p == "") print "-"; else if (p + 0 <= 0.8) print "yes"; else print "no" }')
